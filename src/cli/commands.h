@@ -1,0 +1,12 @@
+// The `k3` command: one function per subcommand, each parsing its own options.
+#pragma once
+
+namespace k3::cli {
+
+// Dispatches argv[1] to a subcommand; returns the process exit code.
+int run_main(int argc, char** argv);
+
+// Each takes the arguments after the subcommand name (argv[0] is "k3 NAME").
+int run_info(int argc, char** argv);
+
+}  // namespace k3::cli

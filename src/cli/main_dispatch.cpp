@@ -1,0 +1,60 @@
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+namespace k3::cli {
+namespace {
+
+struct Subcommand {
+    const char* name;
+    const char* summary;
+    int (*run)(int argc, char** argv);
+};
+
+// Keep in the order of `k3 --help`.
+constexpr Subcommand kSubcommands[] = {
+    {"info", "print a model's hyper-parameters, layer map, tensor types and sizes", run_info},
+};
+
+void print_help() {
+    std::printf(
+        "k3 %s - an inference engine for Kimi-K3 models\n\n"
+        "usage: k3 SUBCOMMAND [OPTIONS]   (k3 SUBCOMMAND --help for its options)\n\n"
+        "subcommands:\n",
+        K3_VERSION);
+    for (const Subcommand& s : kSubcommands) std::printf("  %-12s %s\n", s.name, s.summary);
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        print_help();
+        return argc < 2 ? 2 : 0;
+    }
+    if (!std::strcmp(argv[1], "--version")) {
+        std::printf("k3 %s\n", K3_VERSION);
+        return 0;
+    }
+    for (const Subcommand& s : kSubcommands) {
+        if (std::strcmp(argv[1], s.name) != 0) continue;
+        std::string program = std::string("k3 ") + s.name;
+        argv[1] = program.data();
+        try {
+            return s.run(argc - 1, argv + 1);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "k3 %s: error: %s\n", s.name, e.what());
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "k3 %s: internal error: %s\n", s.name, e.what());
+        }
+        return 1;
+    }
+    std::fprintf(stderr, "k3: unknown subcommand '%s' (see k3 --help)\n", argv[1]);
+    return 2;
+}
+
+}  // namespace k3::cli
