@@ -1,0 +1,58 @@
+// The loaded model: immutable after load, shared by every session and thread.
+// One Engine::decode() call runs one forward pass over several sequences of any lengths.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace k3::gguf { class GgufFile; }
+namespace k3::model { struct HParams; }
+
+namespace k3::runtime {
+
+class Session;
+
+struct EngineOptions {
+    int n_threads = 0;  // 0: one per hardware thread
+};
+
+// One sequence's part of a forward pass: its session and the tokens that continue it.
+struct SequenceInput {
+    Session* session = nullptr;
+    std::span<const int32_t> tokens;
+    bool all_logits = false;    // logits for every token; otherwise only for the last one
+    std::vector<float> logits;  // out: [n_rows][n_vocab], n_rows = tokens.size() or 1
+};
+
+class Engine {
+public:
+    // Opens and binds a K3 GGUF (every part of a split model). Throws k3::Error.
+    static std::unique_ptr<Engine> load(const std::string& path, const EngineOptions& options = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    const gguf::GgufFile& file() const;      // metadata, e.g. for the tokenizer and chat template
+    const model::HParams& hparams() const;
+    int32_t n_vocab() const;
+    int64_t n_ctx_train() const;             // kimi-k3.context_length
+    int n_threads() const;
+
+    std::unique_ptr<Session> new_session() const;
+
+    // One forward pass over every input (each session at most once). Advances each session by
+    // its tokens and fills each input's logits. Calls from several threads are serialized.
+    // Throws k3::Error for an out-of-vocabulary token.
+    void decode(std::span<SequenceInput> inputs) const;
+
+private:
+    Engine();
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    friend class Session;
+};
+
+}  // namespace k3::runtime
