@@ -1,0 +1,80 @@
+// The traits table: one row per ggml type id k3 knows. To add a format, implement its row
+// functions in its own block_<name>.cpp (with a header) and fill its row's pointers here.
+#include "tensor/tensor_type.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+#include "tensor/block_mxfp4.h"
+#include "tensor/block_q8_0.h"
+#include "tensor/float_formats.h"
+#include "util/error.h"
+
+namespace k3::tensor {
+namespace {
+
+// Block geometry from ggml (ggml-common.h); k3-architecture.md §9.
+constexpr TypeTraits kTypes[] = {
+    {Type::F32, "f32", 1, 4, dequantize_row_f32, quantize_row_f32},
+    {Type::F16, "f16", 1, 2, dequantize_row_f16, quantize_row_f16},
+    {Type::Q4_0, "q4_0", 32, 18, nullptr, nullptr},
+    {Type::Q4_1, "q4_1", 32, 20, nullptr, nullptr},
+    {Type::Q5_0, "q5_0", 32, 22, nullptr, nullptr},
+    {Type::Q5_1, "q5_1", 32, 24, nullptr, nullptr},
+    {Type::Q8_0, "q8_0", kQ8_0BlockSize, kQ8_0BlockBytes, dequantize_row_q8_0, quantize_row_q8_0},
+    {Type::Q8_1, "q8_1", 32, 36, nullptr, nullptr},
+    {Type::Q2_K, "q2_K", 256, 84, nullptr, nullptr},
+    {Type::Q3_K, "q3_K", 256, 110, nullptr, nullptr},
+    {Type::Q4_K, "q4_K", 256, 144, nullptr, nullptr},
+    {Type::Q5_K, "q5_K", 256, 176, nullptr, nullptr},
+    {Type::Q6_K, "q6_K", 256, 210, nullptr, nullptr},
+    {Type::Q8_K, "q8_K", 256, 292, nullptr, nullptr},
+    {Type::IQ2_XXS, "iq2_xxs", 256, 66, nullptr, nullptr},
+    {Type::IQ2_XS, "iq2_xs", 256, 74, nullptr, nullptr},
+    {Type::IQ3_XXS, "iq3_xxs", 256, 98, nullptr, nullptr},
+    {Type::IQ1_S, "iq1_s", 256, 50, nullptr, nullptr},
+    {Type::IQ4_NL, "iq4_nl", 32, 18, nullptr, nullptr},
+    {Type::IQ3_S, "iq3_s", 256, 110, nullptr, nullptr},
+    {Type::IQ2_S, "iq2_s", 256, 82, nullptr, nullptr},
+    {Type::IQ4_XS, "iq4_xs", 256, 136, nullptr, nullptr},
+    {Type::I8, "i8", 1, 1, dequantize_row_i8, nullptr},
+    {Type::I16, "i16", 1, 2, dequantize_row_i16, nullptr},
+    {Type::I32, "i32", 1, 4, dequantize_row_i32, nullptr},
+    {Type::I64, "i64", 1, 8, dequantize_row_i64, nullptr},
+    {Type::F64, "f64", 1, 8, dequantize_row_f64, nullptr},
+    {Type::IQ1_M, "iq1_m", 256, 56, nullptr, nullptr},
+    {Type::BF16, "bf16", 1, 2, dequantize_row_bf16, quantize_row_bf16},
+    {Type::TQ1_0, "tq1_0", 256, 54, nullptr, nullptr},
+    {Type::TQ2_0, "tq2_0", 256, 66, nullptr, nullptr},
+    {Type::MXFP4, "mxfp4", kMxfp4BlockSize, kMxfp4BlockBytes, dequantize_row_mxfp4, quantize_row_mxfp4},
+};
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+}  // namespace
+
+const TypeTraits* find_type(uint32_t id) {
+    for (const TypeTraits& t : kTypes)
+        if (uint32_t(t.type) == id) return &t;
+    return nullptr;
+}
+
+const TypeTraits* find_type(std::string_view name) {
+    for (const TypeTraits& t : kTypes)
+        if (equal_ignoring_case(t.name, name)) return &t;
+    return nullptr;
+}
+
+const TypeTraits& traits(Type type) {
+    const TypeTraits* t = find_type(uint32_t(type));
+    if (!t) throw Error("unknown tensor type id " + std::to_string(uint32_t(type)));
+    return *t;
+}
+
+}  // namespace k3::tensor
