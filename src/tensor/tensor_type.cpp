@@ -7,6 +7,9 @@
 #include <cctype>
 #include <string>
 
+#include "tensor/block_iq4.h"
+#include "tensor/block_kquants.h"
+#include "tensor/block_legacy.h"
 #include "tensor/block_mxfp4.h"
 #include "tensor/block_q8_0.h"
 #include "tensor/float_formats.h"
@@ -19,26 +22,26 @@ namespace {
 constexpr TypeTraits kTypes[] = {
     {Type::F32, "f32", 1, 4, dequantize_row_f32, quantize_row_f32},
     {Type::F16, "f16", 1, 2, dequantize_row_f16, quantize_row_f16},
-    {Type::Q4_0, "q4_0", 32, 18, nullptr, nullptr},
-    {Type::Q4_1, "q4_1", 32, 20, nullptr, nullptr},
-    {Type::Q5_0, "q5_0", 32, 22, nullptr, nullptr},
-    {Type::Q5_1, "q5_1", 32, 24, nullptr, nullptr},
+    {Type::Q4_0, "q4_0", 32, 18, dequantize_row_q4_0, quantize_row_q4_0},
+    {Type::Q4_1, "q4_1", 32, 20, dequantize_row_q4_1, quantize_row_q4_1},
+    {Type::Q5_0, "q5_0", 32, 22, dequantize_row_q5_0, quantize_row_q5_0},
+    {Type::Q5_1, "q5_1", 32, 24, dequantize_row_q5_1, quantize_row_q5_1},
     {Type::Q8_0, "q8_0", kQ8_0BlockSize, kQ8_0BlockBytes, dequantize_row_q8_0, quantize_row_q8_0},
     {Type::Q8_1, "q8_1", 32, 36, nullptr, nullptr},
-    {Type::Q2_K, "q2_K", 256, 84, nullptr, nullptr},
-    {Type::Q3_K, "q3_K", 256, 110, nullptr, nullptr},
-    {Type::Q4_K, "q4_K", 256, 144, nullptr, nullptr},
-    {Type::Q5_K, "q5_K", 256, 176, nullptr, nullptr},
-    {Type::Q6_K, "q6_K", 256, 210, nullptr, nullptr},
+    {Type::Q2_K, "q2_K", 256, 84, dequantize_row_q2_k, quantize_row_q2_k},
+    {Type::Q3_K, "q3_K", 256, 110, dequantize_row_q3_k, quantize_row_q3_k},
+    {Type::Q4_K, "q4_K", 256, 144, dequantize_row_q4_k, quantize_row_q4_k},
+    {Type::Q5_K, "q5_K", 256, 176, dequantize_row_q5_k, quantize_row_q5_k},
+    {Type::Q6_K, "q6_K", 256, 210, dequantize_row_q6_k, quantize_row_q6_k},
     {Type::Q8_K, "q8_K", 256, 292, nullptr, nullptr},
     {Type::IQ2_XXS, "iq2_xxs", 256, 66, nullptr, nullptr},
     {Type::IQ2_XS, "iq2_xs", 256, 74, nullptr, nullptr},
     {Type::IQ3_XXS, "iq3_xxs", 256, 98, nullptr, nullptr},
     {Type::IQ1_S, "iq1_s", 256, 50, nullptr, nullptr},
-    {Type::IQ4_NL, "iq4_nl", 32, 18, nullptr, nullptr},
+    {Type::IQ4_NL, "iq4_nl", 32, 18, dequantize_row_iq4_nl, quantize_row_iq4_nl},
     {Type::IQ3_S, "iq3_s", 256, 110, nullptr, nullptr},
     {Type::IQ2_S, "iq2_s", 256, 82, nullptr, nullptr},
-    {Type::IQ4_XS, "iq4_xs", 256, 136, nullptr, nullptr},
+    {Type::IQ4_XS, "iq4_xs", 256, 136, dequantize_row_iq4_xs, quantize_row_iq4_xs},
     {Type::I8, "i8", 1, 1, dequantize_row_i8, nullptr},
     {Type::I16, "i16", 1, 2, dequantize_row_i16, nullptr},
     {Type::I32, "i32", 1, 4, dequantize_row_i32, nullptr},

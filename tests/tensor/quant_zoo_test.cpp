@@ -1,0 +1,95 @@
+// The community quantization types against fixtures/quants (llama.cpp's own bytes and decoded
+// values for one 64 × 512 matrix): decoding must match bit for bit, and quantizing source.f32
+// must reproduce llama-quantize's bytes (no importance matrix).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "support/test_support.h"
+#include "tensor/tensor_type.h"
+
+namespace k3::tensor {
+namespace {
+
+constexpr int64_t kCols = 512, kRows = 64;
+
+const char* const kCommunityTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K",
+                                       "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+
+std::vector<uint32_t> read_u32_file(const std::string& path) {
+    const std::vector<uint8_t> bytes = testing::read_bytes(path);
+    std::vector<uint32_t> words(bytes.size() / 4);
+    std::memcpy(words.data(), bytes.data(), words.size() * 4);
+    return words;
+}
+
+class QuantZoo : public ::testing::TestWithParam<const char*> {
+protected:
+    static void SetUpTestSuite() { zoo_ = gguf::GgufFile::open(testing::fixture("quants/zoo.gguf")).release(); }
+    static void TearDownTestSuite() {
+        delete zoo_;
+        zoo_ = nullptr;
+    }
+
+    // The zoo tensor named after the type, checked to be that type with ne = [512, 64].
+    const gguf::TensorInfo& zoo_tensor(const TypeTraits& t) {
+        const gguf::TensorInfo* info = zoo_->find_tensor(GetParam());
+        EXPECT_NE(info, nullptr);
+        EXPECT_EQ(info->type, t.type);
+        EXPECT_EQ(info->ne, (std::vector<int64_t>{kCols, kRows}));
+        EXPECT_EQ(info->n_bytes, row_bytes(t, kCols) * kRows);
+        return *info;
+    }
+
+    static gguf::GgufFile* zoo_;
+};
+gguf::GgufFile* QuantZoo::zoo_ = nullptr;
+
+TEST_P(QuantZoo, DecodesBitExactly) {
+    const TypeTraits* t = find_type(GetParam());
+    ASSERT_NE(t, nullptr);
+    ASSERT_NE(t->dequantize_row, nullptr);
+    const gguf::TensorInfo& info = zoo_tensor(*t);
+    const std::vector<uint32_t> expected = read_u32_file(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
+    ASSERT_EQ(expected.size(), size_t(kCols * kRows));
+
+    std::vector<float> row(kCols);
+    for (int64_t r = 0; r < kRows; ++r) {
+        t->dequantize_row(info.data + r * row_bytes(*t, kCols), row.data(), kCols);
+        for (int64_t c = 0; c < kCols; ++c) {
+            uint32_t got;
+            std::memcpy(&got, &row[c], 4);
+            ASSERT_EQ(got, expected[r * kCols + c]) << GetParam() << " row " << r << " col " << c << ": got " << row[c];
+        }
+    }
+}
+
+TEST_P(QuantZoo, QuantizesToLlamaCppBytes) {
+    const TypeTraits* t = find_type(GetParam());
+    ASSERT_NE(t, nullptr);
+    ASSERT_NE(t->quantize_row, nullptr);
+    const gguf::TensorInfo& info = zoo_tensor(*t);
+    const std::vector<uint8_t> source_bytes = testing::read_bytes(testing::fixture("quants/source.f32"));
+    ASSERT_EQ(source_bytes.size(), size_t(kCols * kRows * 4));
+    std::vector<float> source(kCols * kRows);
+    std::memcpy(source.data(), source_bytes.data(), source_bytes.size());
+
+    const size_t bytes_per_row = row_bytes(*t, kCols);
+    std::vector<uint8_t> row(bytes_per_row);
+    for (int64_t r = 0; r < kRows; ++r) {
+        t->quantize_row(source.data() + r * kCols, row.data(), kCols);
+        const uint8_t* expected = info.data + r * bytes_per_row;
+        for (size_t i = 0; i < bytes_per_row; ++i)
+            ASSERT_EQ(int(row[i]), int(expected[i])) << GetParam() << " row " << r << " block " << i / t->block_bytes
+                                                     << " byte " << i % t->block_bytes;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(CommunityTypes, QuantZoo, ::testing::ValuesIn(kCommunityTypes),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace k3::tensor
