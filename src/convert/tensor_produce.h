@@ -1,0 +1,22 @@
+// Producing one planned GGUF tensor's bytes from its checkpoint sources (the transforms of
+// k3-architecture.md §2 and §9). Only that tensor and one row of f32 scratch are in memory.
+#pragma once
+
+#include <cstdint>
+
+#include "convert/tensor_plan.h"
+
+namespace k3::convert {
+
+// The source bytes themselves when the tensor is a plain copy already in its GGUF encoding
+// (then nothing needs producing); null otherwise.
+const uint8_t* passthrough_bytes(const PlannedTensor& tensor);
+
+// Writes tensor.n_bytes() bytes to `out`. Throws k3::Error naming the tensor on bad data
+// (a 0xFF MXFP4 scale).
+void produce_tensor(const PlannedTensor& tensor, uint8_t* out);
+
+// Encodes rows of ne0 f32 values into `type` (row by row, so block types never straddle rows).
+void encode_rows(const float* values, int64_t n_elements, int64_t ne0, tensor::Type type, uint8_t* out);
+
+}  // namespace k3::convert
