@@ -17,8 +17,8 @@ namespace {
 //    something else without complaint: each becomes `(?:(?!\p{sc:Han})[X])`.
 //  * A bare `\p{Han}` is Script_Extensions in PCRE2 but Script in Rust: use `\p{sc:Han}`
 //    (otherwise CJK punctuation such as "。" would join Han runs).
-//  * Rust's `\s` is exactly White_Space; PCRE2's (even with UCP) misses U+0085, so `\s` and
-//    `\S` are spelled out as White_Space classes.
+//  * Rust's `\s` is exactly White_Space; PCRE2's (with UCP) also has U+180E, which left
+//    White_Space in Unicode 6.3, so `\s` and `\S` are spelled out as White_Space classes.
 #define K3_WHITE_SPACE "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 #define K3_UPPERISH "(?:(?!\\p{sc:Han})[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}])"
 #define K3_LOWERISH "(?:(?!\\p{sc:Han})[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}])"
