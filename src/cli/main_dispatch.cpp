@@ -18,6 +18,11 @@ struct Subcommand {
 // Keep in the order of `k3 --help`.
 constexpr Subcommand kSubcommands[] = {
     {"info", "print a model's hyper-parameters, layer map, tensor types and sizes", run_info},
+    {"eval", "logits for a token sequence (float32 file) and a greedy continuation", run_eval},
+    {"tokenize", "print the token ids of a text as JSON", run_tokenize},
+    {"detokenize", "print the text of token ids", run_detokenize},
+    {"convert", "convert a Hugging Face K3 checkpoint (safetensors) to GGUF", run_convert},
+    {"quantize", "re-encode a GGUF's tensors (F32, F16, BF16, Q8_0, MXFP4, K-quants)", run_quantize},
 };
 
 void print_help() {

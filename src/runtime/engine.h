@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "model/context.h"  // KdaMode, DumpFn
+
 namespace k3::gguf { class GgufFile; }
-namespace k3::model { struct HParams; }
 
 namespace k3::runtime {
 
@@ -17,6 +18,9 @@ class Session;
 
 struct EngineOptions {
     int n_threads = 0;  // 0: one per hardware thread
+    // Diagnostics: force one KDA path; receive named intermediates (blk.N.kda_out, ...).
+    model::KdaMode kda_mode = model::KdaMode::automatic;
+    model::DumpFn dump;
 };
 
 // One sequence's part of a forward pass: its session and the tokens that continue it.

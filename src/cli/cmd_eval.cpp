@@ -1,0 +1,116 @@
+// `k3 eval`: logits for a token sequence (teacher forcing) and an optional greedy continuation,
+// the parity harness against the fixtures.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "util/error.h"
+
+namespace k3::cli {
+
+namespace {
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+    std::vector<int32_t> tokens;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t end = text.find(',', pos);
+        if (end == std::string::npos) end = text.size();
+        const std::string item = text.substr(pos, end - pos);
+        size_t used = 0;
+        long long value = -1;
+        try {
+            value = std::stoll(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != item.size() || value < 0 || value > INT32_MAX)
+            throw Error("--tokens: '" + item + "' is not a token id");
+        tokens.push_back(int32_t(value));
+        pos = end + 1;
+    }
+    if (tokens.empty()) throw Error("--tokens: no token ids given");
+    return tokens;
+}
+
+}  // namespace
+
+int run_eval(int argc, char** argv) {
+    CLI::App app{"Evaluate a token sequence: float32 logits for every position, optional greedy continuation",
+                 "k3 eval"};
+    std::string model_path, tokens_text, logits_out, dump_dir = ".", kda = "auto";
+    std::vector<std::string> dump_names;
+    int greedy = 0, threads = 0;
+    bool sequential = false;
+    app.add_option("-m,--model", model_path, "model GGUF (first part of a split model)")->required();
+    app.add_option("--tokens", tokens_text, "comma-separated token ids")->required();
+    app.add_option("--logits-out", logits_out, "write float32 logits, row-major [n_tokens][n_vocab]");
+    app.add_option("--greedy", greedy, "also generate N greedy tokens; print their ids as a JSON array")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--sequential", sequential, "feed one token at a time (the recurrent KDA path)");
+    app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)");
+    app.add_option("--dump", dump_names,
+                   "write the named intermediate (e.g. blk.3.kda_out, result_norm; 'all' for every one) "
+                   "to DIR/NAME.f32 as float32 [rows][cols]");
+    app.add_option("--dump-dir", dump_dir, "directory for --dump files (default .)");
+    app.add_option("--kda", kda, "KDA path: auto, recurrent or chunked")
+        ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));
+    CLI11_PARSE(app, argc, argv);
+
+    const std::vector<int32_t> tokens = parse_token_list(tokens_text);
+    runtime::EngineOptions options;
+    options.n_threads = threads;
+    options.kda_mode = kda == "recurrent" ? model::KdaMode::recurrent
+                       : kda == "chunked" ? model::KdaMode::chunked
+                                          : model::KdaMode::automatic;
+    if (!dump_names.empty()) {
+        // Rows of one forward pass are appended, so a --sequential dump holds every position.
+        options.dump = [dump_names, dump_dir](const std::string& name, const float* data, int64_t rows, int64_t cols) {
+            bool wanted = false;
+            for (const std::string& n : dump_names) wanted |= n == "all" || n == name;
+            if (!wanted) return;
+            const std::string path = dump_dir + "/" + name + ".f32";
+            std::ofstream out(path, std::ios::binary | std::ios::app);
+            out.write(reinterpret_cast<const char*>(data), std::streamsize(rows * cols * sizeof(float)));
+            if (!out) throw Error("cannot write " + path);
+        };
+    }
+    auto engine = runtime::Engine::load(model_path, options);
+    auto session = engine->new_session();
+    const size_t V = size_t(engine->n_vocab());
+
+    std::vector<float> logits;
+    if (sequential) {
+        for (int32_t token : tokens) {
+            const std::vector<float> row = session->eval(std::span(&token, 1));
+            logits.insert(logits.end(), row.begin(), row.end());
+        }
+    } else {
+        logits = session->eval(tokens, /*all_logits=*/true);
+    }
+    if (!logits_out.empty()) {
+        std::ofstream out(logits_out, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
+        if (!out) throw Error("cannot write " + logits_out);
+    }
+    if (greedy > 0) {
+        std::vector<float> last(logits.end() - std::ptrdiff_t(V), logits.end());
+        std::string json = "[";
+        for (int i = 0; i < greedy; ++i) {
+            const int32_t next = runtime::argmax(last);
+            json += (i ? "," : "") + std::to_string(next);
+            if (i + 1 < greedy) last = session->eval(std::span(&next, 1));
+        }
+        std::printf("%s]\n", json.c_str());
+    }
+    return 0;
+}
+
+}  // namespace k3::cli

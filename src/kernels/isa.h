@@ -1,0 +1,13 @@
+// Instruction-set levels the kernels are built for, chosen at run time from CPUID so that one
+// binary runs on any x86-64. K3_ISA=scalar|avx2|avx512 caps the level (for tests and triage).
+#pragma once
+
+namespace k3::kernels {
+
+enum class Isa { scalar, avx2, avx512 };
+
+bool isa_supported(Isa isa);  // this CPU can run kernels of that level
+Isa best_isa();               // highest supported level, capped by K3_ISA
+const char* isa_name(Isa isa);
+
+}  // namespace k3::kernels

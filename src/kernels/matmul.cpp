@@ -1,0 +1,65 @@
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/dot.h"
+
+namespace k3::kernels {
+
+namespace {
+
+// Row tiles sized so every thread gets several tasks (load balance) but a tile still spans
+// enough rows to amortize the task hand-out.
+int64_t rows_per_task(int64_t rows, int n_threads, int64_t min_rows) {
+    const int64_t target_tasks = int64_t(n_threads) * 4;
+    return std::max<int64_t>(min_rows, (rows + target_tasks - 1) / target_tasks);
+}
+
+void matvec_rows(DotRowFn dot, const MatrixView& w, int64_t first, int64_t last, const float* x, float* y) {
+    for (int64_t r = first; r < last; ++r) y[r] = dot(w.row(r), x, w.cols);
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
+            float* y, int64_t y_stride) {
+    if (n_tokens <= 0 || w.rows <= 0) return;
+    const DotRowFn dot = dot_row_kernel(w.type->type);
+    if (n_tokens <= 2) {
+        const int64_t tile = rows_per_task(w.rows, pool.size(), 16);
+        pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int) {
+            const int64_t first = task * tile, last = std::min(w.rows, first + tile);
+            for (int64_t t = 0; t < n_tokens; ++t) matvec_rows(dot, w, first, last, x + t * x_stride, y + t * y_stride);
+        });
+        return;
+    }
+    // Several tokens: dequantize a tile of rows once (f32 weights are used in place).
+    const bool is_f32 = w.type->type == tensor::Type::F32;
+    const int64_t tile = std::min<int64_t>(rows_per_task(w.rows, pool.size(), 4), 64);
+    static thread_local std::vector<float> scratch;
+    pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int) {
+        const int64_t first = task * tile, count = std::min(w.rows, first + tile) - first;
+        const float* rows = reinterpret_cast<const float*>(w.row(first));
+        int64_t stride = int64_t(w.row_stride / sizeof(float));
+        if (!is_f32) {
+            scratch.resize(size_t(count * w.cols));
+            for (int64_t r = 0; r < count; ++r) w.type->dequantize_row(w.row(first + r), scratch.data() + r * w.cols, w.cols);
+            rows = scratch.data();
+            stride = w.cols;
+        }
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float* xt = x + t * x_stride;
+            float* yt = y + t * y_stride + first;
+            for (int64_t r = 0; r < count; ++r) yt[r] = dot_f32(rows + r * stride, xt, w.cols);
+        }
+    });
+}
+
+void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
+                      int64_t y_stride) {
+    const DotRowFn dot = dot_row_kernel(w.type->type, Isa::scalar);
+    for (int64_t t = 0; t < n_tokens; ++t) matvec_rows(dot, w, 0, w.rows, x + t * x_stride, y + t * y_stride);
+}
+
+}  // namespace k3::kernels

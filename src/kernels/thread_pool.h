@@ -1,0 +1,45 @@
+// A persistent pool of worker threads. parallel_for hands out task indices dynamically; the
+// calling thread works too. Calls from several threads are serialized; a parallel_for issued
+// from inside a task runs inline on that thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace k3::kernels {
+
+class ThreadPool {
+public:
+    // task(index, thread): thread is in [0, size()), unique among concurrently running tasks.
+    using Task = std::function<void(int64_t index, int thread)>;
+
+    explicit ThreadPool(int n_threads);  // n_threads <= 0: one per hardware thread
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return int(workers_.size()) + 1; }
+    void parallel_for(int64_t n_tasks, const Task& task);
+
+private:
+    void worker_loop(int thread);
+    void run_tasks(int thread);
+
+    std::vector<std::thread> workers_;
+    std::mutex callers_;  // one parallel_for at a time
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    const Task* task_ = nullptr;
+    int64_t n_tasks_ = 0;
+    std::atomic<int64_t> next_{0};
+    int busy_workers_ = 0;
+    uint64_t generation_ = 0;
+    bool stopping_ = false;
+};
+
+}  // namespace k3::kernels

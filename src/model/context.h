@@ -1,0 +1,41 @@
+// What every layer function of a forward pass needs besides its weights: the hyper-parameters,
+// the thread pool, the KDA path choice and the intermediate dumper.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+#include "model/hparams.h"
+
+namespace k3::model {
+
+enum class KdaMode {
+    automatic,  // chunked for multi-token runs, recurrent for single tokens
+    recurrent,  // token by token (§4.4) always
+    chunked,    // chunked form (§4.5) always
+};
+
+// Receives named intermediates: rows x cols f32, one row per batch token (row-major).
+using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
+
+struct ForwardContext {
+    const HParams& hp;
+    kernels::ThreadPool& pool;
+    KdaMode kda_mode = KdaMode::automatic;
+    const DumpFn* dump = nullptr;
+
+    // y[t] = W x[t] for n contiguous rows (x rows W.cols apart, y rows W.rows apart).
+    void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
+        kernels::matmul(pool, w, x, w.cols, n, y, w.rows);
+    }
+    void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
+        if (dump && *dump) (*dump)(name, data, rows, cols);
+    }
+};
+
+inline std::string layer_name(int64_t il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
+
+}  // namespace k3::model

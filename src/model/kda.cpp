@@ -1,0 +1,195 @@
+#include "model/kda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/vector_ops.h"
+
+namespace k3::model {
+
+void kda_recurrent(const KdaHeadRun& run, float* state) {
+    const int64_t D = run.head_dim;
+    std::vector<float> prediction(static_cast<size_t>(D)), error(static_cast<size_t>(D));
+    for (int64_t t = 0; t < run.n_tokens; ++t) {
+        const float* q = run.q + t * run.stride;
+        const float* k = run.k + t * run.stride;
+        const float* v = run.v + t * run.stride;
+        const float* g = run.g + t * run.stride;
+        const float beta = run.beta[t * run.beta_stride];
+        // 1-2. S <- Diag(exp(g)) S (row i = key channel i);  e = v - S^T k
+        std::fill(prediction.begin(), prediction.end(), 0.0f);
+        for (int64_t i = 0; i < D; ++i) {
+            float* row = state + i * D;
+            const float decay = std::exp(g[i]);
+            for (int64_t j = 0; j < D; ++j) row[j] *= decay;
+            kernels::axpy_f32(k[i], row, prediction.data(), D);
+        }
+        for (int64_t j = 0; j < D; ++j) error[size_t(j)] = beta * (v[j] - prediction[size_t(j)]);
+        // 3-4. S <- S + beta k ⊗ e;  o = S^T q
+        float* o = run.out + t * run.out_stride;
+        std::fill(o, o + D, 0.0f);
+        for (int64_t i = 0; i < D; ++i) {
+            float* row = state + i * D;
+            kernels::axpy_f32(k[i], error.data(), row, D);
+            kernels::axpy_f32(q[i], row, o, D);
+        }
+    }
+}
+
+void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk) {
+    const int64_t D = run.head_dim, C = chunk;
+    std::vector<float> G(size_t(C * D));       // [C][D] cumulative log-decay within the chunk
+    std::vector<float> A(size_t(C * C));       // [C][C] strictly lower
+    std::vector<float> P(size_t(C * C));       // [C][C] lower incl. diagonal
+    std::vector<float> U(size_t(C * D)), W(size_t(C * D)), Vp(size_t(C * D));  // [C][D]
+    std::vector<float> scaled(static_cast<size_t>(D)), decayed_k(static_cast<size_t>(D));
+    for (int64_t c0 = 0; c0 < run.n_tokens; c0 += C) {
+        const int64_t m = std::min(C, run.n_tokens - c0);
+        auto q = [&](int64_t i) { return run.q + (c0 + i) * run.stride; };
+        auto k = [&](int64_t i) { return run.k + (c0 + i) * run.stride; };
+        auto v = [&](int64_t i) { return run.v + (c0 + i) * run.stride; };
+        auto beta = [&](int64_t i) { return run.beta[(c0 + i) * run.beta_stride]; };
+        // G_i = sum_{j<=i} g_j
+        for (int64_t i = 0; i < m; ++i) {
+            const float* g = run.g + (c0 + i) * run.stride;
+            for (int64_t c = 0; c < D; ++c) G[size_t(i * D + c)] = (i ? G[size_t((i - 1) * D + c)] : 0.0f) + g[c];
+        }
+        // A[i][j] = beta_i sum_c k_i[c] k_j[c] exp(G_i[c] - G_j[c])   (j < i)
+        // P[i][j] =        sum_c q_i[c] k_j[c] exp(G_i[c] - G_j[c])   (j <= i)
+        // Only differences G_i - G_j <= 0 are exponentiated, so nothing overflows.
+        for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j <= i; ++j) {
+                for (int64_t c = 0; c < D; ++c)
+                    decayed_k[size_t(c)] = k(j)[c] * std::exp(G[size_t(i * D + c)] - G[size_t(j * D + c)]);
+                P[size_t(i * C + j)] = kernels::dot_f32(q(i), decayed_k.data(), D);
+                if (j < i) A[size_t(i * C + j)] = beta(i) * kernels::dot_f32(k(i), decayed_k.data(), D);
+            }
+        }
+        // (I + A) U = diag(beta) V,  (I + A) W = diag(beta) (K ⊙ exp(G))   (forward substitution)
+        for (int64_t i = 0; i < m; ++i) {
+            float* u = U.data() + i * D;
+            float* w = W.data() + i * D;
+            for (int64_t c = 0; c < D; ++c) {
+                u[c] = beta(i) * v(i)[c];
+                w[c] = beta(i) * k(i)[c] * std::exp(G[size_t(i * D + c)]);
+            }
+            for (int64_t j = 0; j < i; ++j) {
+                kernels::axpy_f32(-A[size_t(i * C + j)], U.data() + j * D, u, D);
+                kernels::axpy_f32(-A[size_t(i * C + j)], W.data() + j * D, w, D);
+            }
+        }
+        // V' = U - W S_0;  O = (Q ⊙ exp(G)) S_0 + P V'
+        for (int64_t i = 0; i < m; ++i) {
+            float* vp = Vp.data() + i * D;
+            std::copy(U.begin() + i * D, U.begin() + (i + 1) * D, vp);
+            float* o = run.out + (c0 + i) * run.out_stride;
+            std::fill(o, o + D, 0.0f);
+            for (int64_t c = 0; c < D; ++c) {
+                const float* row = state + c * D;
+                kernels::axpy_f32(-W[size_t(i * D + c)], row, vp, D);
+                kernels::axpy_f32(q(i)[c] * std::exp(G[size_t(i * D + c)]), row, o, D);
+            }
+            for (int64_t j = 0; j <= i; ++j) kernels::axpy_f32(P[size_t(i * C + j)], Vp.data() + j * D, o, D);
+        }
+        // S_C = Diag(exp(G_last)) S_0 + sum_j (k_j ⊙ exp(G_last - G_j)) ⊗ v'_j
+        const float* G_last = G.data() + (m - 1) * D;
+        for (int64_t c = 0; c < D; ++c) {
+            float* row = state + c * D;
+            const float decay = std::exp(G_last[c]);
+            for (int64_t j = 0; j < D; ++j) row[j] *= decay;
+            for (int64_t j = 0; j < m; ++j)
+                kernels::axpy_f32(k(j)[c] * std::exp(G_last[c] - G[size_t(j * D + c)]), Vp.data() + j * D, row, D);
+        }
+    }
+}
+
+namespace {
+
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+}  // namespace
+
+void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, const float* x, int64_t n,
+                 std::span<const SequenceSlice> sequences, float* out) {
+    const HParams& hp = ctx.hp;
+    const int64_t H = w.n_head, D = w.head_dim, I = H * D, K = hp.conv_kernel;
+    const size_t rows = size_t(n * I);
+
+    // 4.1 projections: u = W x, [n][I] each
+    std::vector<float> u_q(rows), u_k(rows), u_v(rows);
+    ctx.linear(w.q, x, n, u_q.data());
+    ctx.linear(w.k, x, n, u_k.data());
+    ctx.linear(w.v, x, n, u_v.data());
+    // 4.3 decay-gate input r = W_fb (W_fa x) + dt_bias: [n][I]; beta logits [n][H]; gate z [n][I]
+    std::vector<float> low_rank(size_t(n * w.f_a.rows)), gate(rows), beta(size_t(n * H)), z(rows);
+    ctx.linear(w.f_a, x, n, low_rank.data());
+    ctx.linear(w.f_b, low_rank.data(), n, gate.data());
+    ctx.linear(w.beta, x, n, beta.data());
+    ctx.linear(w.g, x, n, z.data());
+
+    // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
+    std::vector<float> q(rows), k(rows), v(rows);
+    for (const SequenceSlice& s : sequences) {
+        float* conv_state = s.state->layers[size_t(il)].conv.data();  // [3][I][K-1]
+        const int64_t part = I * (K - 1);
+        kernels::causal_conv(u_q.data() + s.first * I, I, s.n_tokens, I, w.conv_q.data(), int(K), conv_state,
+                             q.data() + s.first * I, I);
+        kernels::causal_conv(u_k.data() + s.first * I, I, s.n_tokens, I, w.conv_k.data(), int(K), conv_state + part,
+                             k.data() + s.first * I, I);
+        kernels::causal_conv(u_v.data() + s.first * I, I, s.n_tokens, I, w.conv_v.data(), int(K),
+                             conv_state + 2 * part, v.data() + s.first * I, I);
+    }
+    kernels::silu(q.data(), int64_t(rows), q.data());
+    kernels::silu(k.data(), int64_t(rows), k.data());
+    kernels::silu(v.data(), int64_t(rows), v.data());
+
+    // 4.2 q, k: per head x / max(||x||, eps); q also * 1/sqrt(D).  4.3 gate g and beta.
+    const float q_scale = 1.0f / std::sqrt(float(D));
+    for (int64_t t = 0; t < n; ++t) {
+        for (int64_t h = 0; h < H; ++h) {
+            float* qh = q.data() + t * I + h * D;
+            kernels::l2_norm(qh, hp.rms_eps, D, qh);
+            for (int64_t d = 0; d < D; ++d) qh[d] *= q_scale;
+            float* kh = k.data() + t * I + h * D;
+            kernels::l2_norm(kh, hp.rms_eps, D, kh);
+            // ssm_a = -A_h.  K3: g = lb * sigmoid(A_h * r);  Kimi-Linear: g = -A_h * softplus(r)
+            float* gh = gate.data() + t * I + h * D;
+            const float* bias = w.dt_bias.data() + h * D;
+            const float A = -w.a[size_t(h)];
+            for (int64_t d = 0; d < D; ++d) {
+                const float r = gh[d] + bias[d];
+                gh[d] = hp.gate_lower_bound ? *hp.gate_lower_bound * kernels::sigmoid(A * r) : -A * softplus(r);
+            }
+        }
+    }
+    kernels::sigmoid(beta.data(), n * H, beta.data());
+
+    // 4.4 / 4.5 the delta rule, one task per (sequence, head)
+    std::vector<float> o(rows);  // [n][I]
+    const int64_t n_tasks = int64_t(sequences.size()) * H;
+    ctx.pool.parallel_for(n_tasks, [&](int64_t task, int) {
+        const SequenceSlice& s = sequences[size_t(task / H)];
+        const int64_t h = task % H;
+        const int64_t offset = s.first * I + h * D;
+        const KdaHeadRun run{q.data() + offset, k.data() + offset, v.data() + offset, gate.data() + offset,
+                             beta.data() + s.first * H + h, I, H, s.n_tokens, D, o.data() + offset, I};
+        float* state = s.state->layers[size_t(il)].recurrent.data() + h * D * D;
+        const bool chunked = ctx.kda_mode == KdaMode::chunked || (ctx.kda_mode == KdaMode::automatic && s.n_tokens > 1);
+        if (chunked) kda_chunked(run, state, kKdaChunk);
+        else kda_recurrent(run, state);
+    });
+
+    // 4.6 per-head RMSNorm (shared weight), sigmoid gate, output projection
+    for (int64_t t = 0; t < n; ++t)
+        for (int64_t h = 0; h < H; ++h) {
+            float* oh = o.data() + t * I + h * D;
+            kernels::rms_norm(oh, w.norm.data(), hp.rms_eps, D, oh);
+        }
+    kernels::multiply_sigmoid(z.data(), int64_t(rows), o.data());
+    ctx.emit(layer_name(il, "kda_out"), o.data(), n, I);
+    ctx.linear(w.out, o.data(), n, out);
+}
+
+}  // namespace k3::model

@@ -1,0 +1,86 @@
+#include "model/mla.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/vector_ops.h"
+
+namespace k3::model {
+
+void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, const float* x, int64_t n,
+                 std::span<const SequenceSlice> sequences, float* out) {
+    const HParams& hp = ctx.hp;
+    const int64_t H = w.n_head, Dk = hp.key_length_mla, Dv = hp.value_length_mla;
+    const int64_t Lkv = hp.kv_lora_rank, Dr = hp.rope_dim, Dn = hp.nope_dim(), row = Lkv + Dr;
+
+    // 1. q = W_qb · RMSNorm(W_qa · x) (LoRA) or W_q · x: [n][H][Dk], per head [q_nope | q_pe]
+    std::vector<float> q(size_t(n * H * Dk));
+    if (w.q_a) {
+        const int64_t Lq = w.q_a->rows;
+        std::vector<float> q_a(size_t(n * Lq));
+        ctx.linear(*w.q_a, x, n, q_a.data());
+        for (int64_t t = 0; t < n; ++t)
+            kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
+        ctx.linear(*w.q_b, q_a.data(), n, q.data());
+    } else {
+        ctx.linear(*w.q, x, n, q.data());
+    }
+    // 2. kv = W_kva · x: [n][Lkv + Dr]; c = RMSNorm(kv[:Lkv]), k_pe = kv[Lkv:] (raw, no RoPE)
+    std::vector<float> kv(size_t(n * row));
+    ctx.linear(w.kv_a, x, n, kv.data());
+    for (int64_t t = 0; t < n; ++t)
+        kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
+    for (const SequenceSlice& s : sequences) {
+        std::vector<float>& cache = s.state->layers[size_t(il)].mla_cache;
+        cache.insert(cache.end(), kv.begin() + s.first * row, kv.begin() + (s.first + s.n_tokens) * row);
+    }
+
+    // 4. absorbed query q~[h] = W_kb[h]^T q_nope[h]: [n][H][Lkv]
+    std::vector<float> q_latent(size_t(n * H * Lkv));
+    for (int64_t h = 0; h < H; ++h)
+        kernels::matmul(ctx.pool, w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n,
+                        q_latent.data() + h * Lkv, H * Lkv);
+
+    // score(t, s) = (q~[h]·c_s + q_pe[h]·k_pe_s) / sqrt(Dk), causal softmax, o~[h] = sum_s p_s c_s
+    std::vector<float> attended(size_t(n * H * Lkv));  // [n][H][Lkv]
+    const float scale = 1.0f / std::sqrt(float(Dk));
+    const int64_t n_tasks = int64_t(sequences.size()) * H;
+    ctx.pool.parallel_for(n_tasks, [&](int64_t task, int) {
+        const SequenceSlice& s = sequences[size_t(task / H)];
+        const int64_t h = task % H;
+        const float* cache = s.state->layers[size_t(il)].mla_cache.data();
+        const int64_t n_cached = int64_t(s.state->layers[size_t(il)].mla_cache.size()) / row;
+        const int64_t start = n_cached - s.n_tokens;  // position of the slice's first token
+        std::vector<float> scores(static_cast<size_t>(n_cached));
+        for (int64_t i = 0; i < s.n_tokens; ++i) {
+            const int64_t t = s.first + i, visible = start + i + 1;
+            const float* ql = q_latent.data() + (t * H + h) * Lkv;
+            const float* q_pe = q.data() + (t * H + h) * Dk + Dn;
+            for (int64_t p = 0; p < visible; ++p) {
+                const float* c = cache + p * row;
+                scores[size_t(p)] = (kernels::dot_f32(ql, c, Lkv) + kernels::dot_f32(q_pe, c + Lkv, Dr)) * scale;
+            }
+            kernels::softmax(scores.data(), visible);
+            float* o = attended.data() + (t * H + h) * Lkv;
+            std::fill(o, o + Lkv, 0.0f);
+            for (int64_t p = 0; p < visible; ++p) kernels::axpy_f32(scores[size_t(p)], cache + p * row, o, Lkv);
+        }
+    });
+
+    // o[h] = W_vb[h] o~[h]: [n][H][Dv]
+    std::vector<float> o(size_t(n * H * Dv));
+    for (int64_t h = 0; h < H; ++h)
+        kernels::matmul(ctx.pool, w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n,
+                        o.data() + h * Dv, H * Dv);
+    // 5. output gate o *= sigmoid(W_gate x);  6. out = W_o o
+    if (w.gate) {
+        std::vector<float> gate(size_t(n * H * Dv));
+        ctx.linear(*w.gate, x, n, gate.data());
+        kernels::multiply_sigmoid(gate.data(), n * H * Dv, o.data());
+    }
+    ctx.emit(layer_name(il, "mla_out"), o.data(), n, H * Dv);
+    ctx.linear(w.out, o.data(), n, out);
+}
+
+}  // namespace k3::model

@@ -1,0 +1,122 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kernels/vector_ops.h"
+#include "model/attn_res.h"
+#include "model/kda.h"
+#include "model/mla.h"
+#include "model/moe.h"
+#include "model/situ.h"
+#include "util/error.h"
+
+namespace k3::model {
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+    std::unique_ptr<Model> model(new Model());
+    model->file_ = gguf::GgufFile::open(path);
+    model->hp_ = HParams::from_gguf(*model->file_);
+    model->weights_ = ModelWeights::bind(*model->file_, model->hp_);
+    return model;
+}
+
+Model::~Model() = default;
+
+SequenceState Model::new_state() const {
+    SequenceState state;
+    state.model = this;
+    state.layers.resize(size_t(hp_.n_layer));
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const LayerWeights& layer = weights_.layers[size_t(il)];
+        if (!layer.kda) continue;
+        const int64_t I = layer.kda->n_head * layer.kda->head_dim, D = layer.kda->head_dim;
+        state.layers[size_t(il)].conv.assign(size_t(3 * I * (hp_.conv_kernel - 1)), 0.0f);
+        state.layers[size_t(il)].recurrent.assign(size_t(layer.kda->n_head * D * D), 0.0f);
+    }
+    return state;
+}
+
+void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> requests,
+                    const ForwardOptions& options) const {
+    const int64_t E = hp_.n_embd, V = hp_.n_vocab;
+    std::vector<SequenceSlice> slices;
+    int64_t n = 0;
+    for (const SequenceRequest& r : requests) {
+        if (r.state->model != this) throw Error("forward: a sequence state belongs to another model");
+        for (int32_t token : r.tokens)
+            if (token < 0 || token >= V)
+                throw Error("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                            std::to_string(V) + ")");
+        if (r.tokens.empty()) continue;
+        slices.push_back({r.state, n, int64_t(r.tokens.size())});
+        n += int64_t(r.tokens.size());
+    }
+    if (n == 0) return;
+    const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr};
+
+    // 3.2.1 inpL = token embeddings: [n][E]
+    std::vector<float> partial(size_t(n * E));
+    {
+        int64_t t = 0;
+        for (const SequenceRequest& r : requests)
+            for (int32_t token : r.tokens) {
+                weights_.token_embd.type->dequantize_row(weights_.token_embd.row(token), partial.data() + t * E, E);
+                ++t;
+            }
+    }
+    BlockStack stack;
+    std::vector<float> mixed(size_t(n * E)), normed(size_t(n * E)), sublayer(size_t(n * E));
+    for (int64_t il = 0; il < hp_.n_layer; ++il) {
+        const LayerWeights& layer = weights_.layers[size_t(il)];
+        // 3.2.2-3 x = Mix(P, stack); bank the raw layer input every block_size layers
+        attn_res_mix(ctx, stack, partial.data(), layer.attn_res_score, n, mixed.data());
+        const bool banked = hp_.attn_res_block_size > 0 && il % hp_.attn_res_block_size == 0;
+        if (banked) stack.snapshots.push_back(partial);
+        // 3.2.4-5 a = Mixer(RMSNorm(x)); P = a if banked, else P + a
+        for (int64_t t = 0; t < n; ++t)
+            kernels::rms_norm(mixed.data() + t * E, layer.attn_norm.data(), hp_.rms_eps, E, normed.data() + t * E);
+        ctx.emit(layer_name(il, "attn_norm"), normed.data(), n, E);
+        if (layer.kda) kda_forward(ctx, *layer.kda, il, normed.data(), n, slices, sublayer.data());
+        else mla_forward(ctx, *layer.mla, il, normed.data(), n, slices, sublayer.data());
+        ctx.emit(layer_name(il, "attn_out"), sublayer.data(), n, E);
+        if (banked) partial.swap(sublayer);
+        else for (int64_t i = 0; i < n * E; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+        // 3.2.6-8 f = FFN(RMSNorm(Mix(P, stack))); P = P + f
+        attn_res_mix(ctx, stack, partial.data(), layer.ffn_res_score, n, mixed.data());
+        for (int64_t t = 0; t < n; ++t)
+            kernels::rms_norm(mixed.data() + t * E, layer.ffn_norm.data(), hp_.rms_eps, E, normed.data() + t * E);
+        ctx.emit(layer_name(il, "ffn_norm"), normed.data(), n, E);
+        if (layer.dense) situ_glu(ctx, *layer.dense, normed.data(), n, sublayer.data());
+        else moe_forward(ctx, *layer.moe, il, normed.data(), n, sublayer.data());
+        ctx.emit(layer_name(il, "ffn_out"), sublayer.data(), n, E);
+        for (int64_t i = 0; i < n * E; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+        ctx.emit(layer_name(il, "out"), partial.data(), n, E);
+    }
+    // 3.3 final mix; keep only the rows whose logits are wanted; 8. norm and head
+    attn_res_mix(ctx, stack, partial.data(), weights_.output_res_score, n, mixed.data());
+    std::vector<int64_t> wanted;
+    for (const SequenceSlice& s : slices) {
+        const bool all = std::find_if(requests.begin(), requests.end(), [&](const SequenceRequest& r) {
+                             return r.state == s.state;
+                         })->all_logits;
+        for (int64_t i = all ? 0 : s.n_tokens - 1; i < s.n_tokens; ++i) wanted.push_back(s.first + i);
+    }
+    std::vector<float> final_rows(wanted.size() * size_t(E)), logits(wanted.size() * size_t(V));
+    for (size_t i = 0; i < wanted.size(); ++i)
+        kernels::rms_norm(mixed.data() + wanted[i] * E, weights_.output_norm.data(), hp_.rms_eps, E,
+                          final_rows.data() + int64_t(i) * E);
+    ctx.emit("result_norm", final_rows.data(), int64_t(wanted.size()), E);
+    ctx.linear(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
+    size_t row = 0;
+    for (const SequenceRequest& r : requests) {
+        if (r.tokens.empty()) continue;
+        const size_t rows = r.all_logits ? r.tokens.size() : 1;
+        std::copy(logits.begin() + row * size_t(V), logits.begin() + (row + rows) * size_t(V), r.logits);
+        row += rows;
+        r.state->position += int64_t(r.tokens.size());
+    }
+}
+
+}  // namespace k3::model

@@ -1,0 +1,57 @@
+// A loaded K3 model: hyper-parameters, bound weights and the forward pass (k3-architecture.md
+// §3) over a batch of sequences of any lengths. Immutable after load; forward() only mutates
+// the sequences' states.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kernels/thread_pool.h"
+#include "model/context.h"
+#include "model/hparams.h"
+#include "model/state.h"
+#include "model/weights.h"
+
+namespace k3::gguf { class GgufFile; }
+
+namespace k3::model {
+
+struct ForwardOptions {
+    KdaMode kda_mode = KdaMode::automatic;
+    DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
+};
+
+// One sequence's part of a forward pass.
+struct SequenceRequest {
+    SequenceState* state = nullptr;
+    std::span<const int32_t> tokens;
+    bool all_logits = false;
+    float* logits = nullptr;  // out: [all_logits ? tokens.size() : 1][n_vocab]
+};
+
+class Model {
+public:
+    static std::unique_ptr<Model> load(const std::string& path);
+    ~Model();
+
+    const gguf::GgufFile& file() const { return *file_; }
+    const HParams& hparams() const { return hp_; }
+    const ModelWeights& weights() const { return weights_; }
+
+    SequenceState new_state() const;  // an empty sequence
+
+    // Runs every request's tokens through the model as one batch and writes its logits.
+    // Throws k3::Error for a token outside the vocabulary (before touching any state).
+    void forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> requests,
+                 const ForwardOptions& options = {}) const;
+
+private:
+    Model() = default;
+    std::unique_ptr<gguf::GgufFile> file_;
+    HParams hp_;
+    ModelWeights weights_;
+};
+
+}  // namespace k3::model
