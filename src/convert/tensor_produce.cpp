@@ -1,7 +1,9 @@
 #include "convert/tensor_produce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "convert/mxfp4_repack.h"
@@ -19,19 +21,7 @@ std::vector<float> read_all_f32(const SafeTensor& t) {
 
 // Re-encodes a plain source tensor into `type`, one row of ne0 elements at a time.
 void convert_rows(const SafeTensor& src, tensor::Type type, int64_t ne0, uint8_t* out) {
-    const tensor::Type src_type = *ggml_type_of(src.dtype);
-    if (src_type == type) {
-        std::memcpy(out, src.data, src.n_bytes);
-        return;
-    }
-    const tensor::TypeTraits& from = tensor::traits(src_type);
-    const tensor::TypeTraits& to = tensor::traits(type);
-    std::vector<float> row(static_cast<size_t>(ne0));  // [ne0]
-    const int64_t n_rows = ne0 ? src.n_elements / ne0 : 0;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        from.dequantize_row(src.data + size_t(r) * tensor::row_bytes(from, ne0), row.data(), ne0);
-        to.quantize_row(row.data(), out + size_t(r) * tensor::row_bytes(to, ne0), ne0);
-    }
+    transcode_rows(src.data, *ggml_type_of(src.dtype), out, type, ne0, ne0 ? src.n_elements / ne0 : 0);
 }
 
 }  // namespace
@@ -47,6 +37,31 @@ void encode_rows(const float* values, int64_t n_elements, int64_t ne0, tensor::T
     if (!to.quantize_row) throw Error("k3 cannot encode tensors as " + std::string(to.name));
     const size_t row_bytes = tensor::row_bytes(to, ne0);
     for (int64_t r = 0; ne0 && r < n_elements / ne0; ++r) to.quantize_row(values + r * ne0, out + size_t(r) * row_bytes, ne0);
+}
+
+void transcode_rows(const uint8_t* src, tensor::Type from_type, uint8_t* dst, tensor::Type to_type, int64_t ne0, int64_t n_rows) {
+    const tensor::TypeTraits& from = tensor::traits(from_type);
+    const tensor::TypeTraits& to = tensor::traits(to_type);
+    const size_t src_row = tensor::row_bytes(from, ne0), dst_row = tensor::row_bytes(to, ne0);
+    if (from_type == to_type) {
+        std::memcpy(dst, src, src_row * size_t(n_rows));
+        return;
+    }
+    if (!from.dequantize_row) throw Error("k3 cannot decode " + std::string(from.name) + " tensors");
+    if (!to.quantize_row) throw Error("k3 cannot encode tensors as " + std::string(to.name));
+    auto work = [&](int64_t first, int64_t last) {
+        std::vector<float> row(static_cast<size_t>(ne0));  // [ne0]
+        for (int64_t r = first; r < last; ++r) {
+            from.dequantize_row(src + size_t(r) * src_row, row.data(), ne0);
+            to.quantize_row(row.data(), dst + size_t(r) * dst_row, ne0);
+        }
+    };
+    // Threads only pay off for big tensors (a K3 matrix is ~10^8 elements).
+    const int64_t n_threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), n_rows * ne0 / (1 << 20) + 1);
+    std::vector<std::thread> threads;
+    for (int64_t t = 1; t < n_threads; ++t) threads.emplace_back(work, n_rows * t / n_threads, n_rows * (t + 1) / n_threads);
+    work(0, n_rows / n_threads);
+    for (std::thread& thread : threads) thread.join();
 }
 
 void produce_tensor(const PlannedTensor& t, uint8_t* out) {

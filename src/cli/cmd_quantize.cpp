@@ -1,0 +1,39 @@
+// `k3 quantize IN.gguf OUT.gguf TYPE`: re-encodes a GGUF's tensors (src/convert/quantize.h).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "convert/quantize.h"
+#include "util/byte_size.h"
+#include "util/error.h"
+
+namespace k3::cli {
+
+int run_quantize(int argc, char** argv) {
+    CLI::App app{"Re-encode a GGUF model's tensors. 1-D tensors, norms, the router and the conv weights keep their type "
+                 "unless a --tensor-type rule names them; quantized tensors are kept unless --requantize."};
+    convert::QuantizeOptions options;
+    std::vector<std::string> rules;
+    std::string split_max_size;
+    app.add_option("IN", options.input_path, "input GGUF (the first part of a split model opens all parts)")->required();
+    app.add_option("OUT", options.output_path, "output GGUF")->required();
+    app.add_option("TYPE", options.type, "target type: f32, f16, bf16, q8_0, mxfp4, or any type k3 can encode")->required();
+    app.add_option("--tensor-type", rules, "REGEX=TYPE: tensors whose name matches REGEX get TYPE (repeatable, first match wins)");
+    app.add_flag("--requantize", options.requantize, "re-encode already-quantized tensors (through f32)");
+    app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)");
+    CLI11_PARSE(app, argc, argv);
+    for (const std::string& rule : rules) {
+        const size_t equals = rule.rfind('=');
+        if (equals == std::string::npos || equals == 0 || equals + 1 == rule.size())
+            throw Error("--tensor-type " + rule + ": expected REGEX=TYPE");
+        options.tensor_types.emplace_back(rule.substr(0, equals), rule.substr(equals + 1));
+    }
+    if (!split_max_size.empty()) options.split_max_bytes = util::parse_byte_size(split_max_size);
+    for (const std::string& path : convert::quantize_model(options, stderr)) std::printf("wrote %s\n", path.c_str());
+    return 0;
+}
+
+}  // namespace k3::cli

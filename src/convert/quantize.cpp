@@ -1,0 +1,123 @@
+#include "convert/quantize.h"
+
+#include <memory>
+#include <optional>
+#include <regex>
+
+#include "convert/progress.h"
+#include "convert/tensor_plan.h"
+#include "convert/tensor_produce.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "util/error.h"
+
+namespace k3::convert {
+namespace {
+
+struct Rule {
+    std::regex pattern;
+    tensor::Type type;
+};
+
+tensor::Type encodable_type(const std::string& name, const std::string& what) {
+    const tensor::TypeTraits* t = tensor::find_type(name);
+    if (!t) throw Error(what + ": " + name + " is not a ggml type name (e.g. q8_0, mxfp4, bf16)");
+    if (!t->quantize_row) throw Error(what + ": k3 cannot encode " + std::string(t->name) + " yet");
+    return t->type;
+}
+
+bool is_plain_float(tensor::Type t) { return t == tensor::Type::F32 || t == tensor::Type::F16 || t == tensor::Type::BF16; }
+
+std::string type_name(tensor::Type t) { return std::string(tensor::traits(t).name); }
+
+// The type one tensor is written as (see quantize.h for the rules).
+tensor::Type choose_type(const gguf::TensorInfo& t, tensor::Type target, const std::vector<Rule>& rules, bool requantize) {
+    std::optional<tensor::Type> wanted;
+    for (const Rule& rule : rules) {
+        if (!std::regex_search(t.name, rule.pattern)) continue;
+        if (!is_plain_float(t.type) && rule.type != t.type && !requantize)
+            throw Error(t.name + " is already " + type_name(t.type) + "; pass --requantize to re-encode it through f32 as " + type_name(rule.type));
+        wanted = rule.type;
+        break;
+    }
+    if (!wanted) {
+        if (keeps_f32(t.name, t.ne) || (!is_plain_float(t.type) && !requantize)) return t.type;
+        wanted = target;
+    }
+    const tensor::Type chosen = block_compatible_type(*wanted, t.ne[0]);
+    if (chosen != t.type && !tensor::traits(t.type).dequantize_row)
+        throw Error(t.name + ": k3 cannot decode " + type_name(t.type) + " to re-encode it");
+    return chosen;
+}
+
+}  // namespace
+
+uint32_t file_type_for(tensor::Type type) {
+    using tensor::Type;
+    switch (type) {  // llama.cpp's llama_ftype ids (the _S/plain variant for K types)
+        case Type::F32: return 0;
+        case Type::F16: return 1;
+        case Type::Q4_0: return 2;
+        case Type::Q4_1: return 3;
+        case Type::Q8_0: return 7;
+        case Type::Q5_0: return 8;
+        case Type::Q5_1: return 9;
+        case Type::Q2_K: return 10;
+        case Type::Q3_K: return 11;
+        case Type::Q4_K: return 14;
+        case Type::Q5_K: return 16;
+        case Type::Q6_K: return 18;
+        case Type::IQ4_NL: return 25;
+        case Type::IQ4_XS: return 30;
+        case Type::BF16: return 32;
+        case Type::MXFP4: return 38;
+        default: throw Error("no general.file_type is defined for " + type_name(type));
+    }
+}
+
+std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* progress) {
+    const tensor::Type target = encodable_type(options.type, "TYPE");
+    std::vector<Rule> rules;
+    for (const auto& [pattern, type] : options.tensor_types) {
+        try {
+            rules.push_back({std::regex(pattern), encodable_type(type, "--tensor-type " + pattern)});
+        } catch (const std::regex_error& e) {
+            throw Error("--tensor-type " + pattern + ": not a regular expression: " + e.what());
+        }
+    }
+    const std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(options.input_path);
+    std::vector<tensor::Type> types;  // per input tensor, decided before anything is written
+    for (const gguf::TensorInfo& t : in->tensors()) types.push_back(choose_type(t, target, rules, options.requantize));
+
+    gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes});
+    for (const auto& [key, value] : in->metadata()) {
+        // The writer writes its own split.* keys; alignment is the writer's default.
+        if (key.rfind("split.", 0) == 0 || key == "general.alignment") continue;
+        writer.set(key, value);
+    }
+    writer.set_u32("general.file_type", file_type_for(target));
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < types.size(); ++i) {
+        const gguf::TensorInfo& t = in->tensors()[i];
+        writer.add_tensor(t.name, types[i], t.ne);
+        total_bytes += tensor::row_bytes(tensor::traits(types[i]), t.ne[0]) * uint64_t(t.rows());
+    }
+    Progress bar(progress, total_bytes, types.size());
+    std::vector<uint8_t> buffer;  // the tensor being encoded
+    for (size_t i = 0; i < types.size(); ++i) {
+        const gguf::TensorInfo& t = in->tensors()[i];
+        const uint64_t n_bytes = tensor::row_bytes(tensor::traits(types[i]), t.ne[0]) * uint64_t(t.rows());
+        if (types[i] == t.type) {
+            writer.write_tensor(t.name, t.data, t.n_bytes);
+        } else {
+            buffer.resize(size_t(n_bytes));
+            transcode_rows(t.data, t.type, buffer.data(), types[i], t.ne[0], t.rows());
+            writer.write_tensor(t.name, buffer.data(), n_bytes);
+        }
+        bar.advance(n_bytes, t.name);
+    }
+    bar.finish();
+    return writer.finish();
+}
+
+}  // namespace k3::convert
