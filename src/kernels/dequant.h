@@ -1,7 +1,14 @@
-// Row decoders per (weight type, isa). Every decoder writes exactly the f32 values of the type's
-// traits.dequantize_row (bit for bit: the same products in the same order, no FMA), only faster;
-// the generic dot kernel and the multi-token matmul decode weights through this table.
+// The legacy (Q4_0..Q5_1), K (Q2_K..Q6_K) and IQ4 weight formats behind the kernel seam:
+// * row decoders per (type, isa), each writing exactly the f32 values of the type's
+//   traits.dequantize_row (bit for bit: the same two roundings, no FMA), only faster; the
+//   multi-token matmul decodes weight tiles through them;
+// * fused dot kernels (unpack a block's levels, FMA them with x, scale once per sub-block),
+//   which dot.cpp uses for these types at the SIMD levels. Their scalar reference is dot.cpp's
+//   decode-then-sum kernel.
+// Both are written once over the common unpacked shape of quant_unpack.h.
 #pragma once
+
+#include <cstdint>
 
 #include "kernels/isa.h"
 #include "tensor/tensor_type.h"
@@ -14,9 +21,16 @@ tensor::DequantizeRow dequantize_row_kernel(tensor::Type type, Isa isa);
 // The best decoder for this CPU (null if k3 cannot decode the type).
 tensor::DequantizeRow dequantize_row_kernel(tensor::Type type);
 
-// AVX2 decoders of the legacy, K and IQ4 formats (dequant_avx2.cpp); null for other types.
-// AVX-512 machines use them too: decoding is shuffles and nibble masks on 128/256-bit lanes,
-// the f32 work after it is the dot product, which has its own AVX-512 kernel.
+// Dot of a row of n weights (whole blocks) with n f32 activations; same signature as DotRowFn.
+using QuantDotFn = float (*)(const void* row, const float* x, int64_t n);
+// The fused kernel of `type` for a SIMD `isa` the CPU has; null otherwise (scalar included).
+QuantDotFn quant_dot_kernel(tensor::Type type, Isa isa);
+
+// Per-isa tables (dequant_avx2.cpp, dot_quant_avx512.cpp); null for other types. Decoding is
+// shuffles and masks on 128/256-bit lanes, so AVX-512 machines decode with the AVX2 decoders;
+// the AVX-512 dot kernels consume the same unpacked levels 16 at a time.
 tensor::DequantizeRow avx2_dequantize_row(tensor::Type type);
+QuantDotFn avx2_quant_dot(tensor::Type type);
+QuantDotFn avx512_quant_dot(tensor::Type type);
 
 }  // namespace k3::kernels

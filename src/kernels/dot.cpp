@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/dequant.h"
 #include "util/error.h"
 
 namespace k3::kernels {
@@ -21,23 +22,6 @@ const IsaDotKernels* kernels_for(Isa isa) {
     return nullptr;
 }
 
-// Any decodable type: dequantize a run of whole blocks into a stack buffer, then dot in f32.
-template <tensor::Type kType>
-float dot_row_dequantized(const void* row, const float* x, int64_t n) {
-    static const tensor::TypeTraits& traits = tensor::traits(kType);
-    const int64_t run = traits.block_size >= 256 ? traits.block_size : 256 / traits.block_size * traits.block_size;
-    float buffer[1024];
-    const auto* bytes = static_cast<const uint8_t*>(row);
-    const auto dot = kernels_for(best_isa())->dot_f32;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; i += run) {
-        const int64_t len = std::min(run, n - i);
-        traits.dequantize_row(bytes + tensor::row_bytes(traits, i), buffer, len);
-        sum += dot(buffer, x + i, len);
-    }
-    return sum;
-}
-
 // The scalar reference for a generic type decodes and sums in plain order.
 template <tensor::Type kType>
 float dot_row_dequantized_scalar(const void* row, const float* x, int64_t n) {
@@ -53,13 +37,13 @@ float dot_row_dequantized_scalar(const void* row, const float* x, int64_t n) {
     return sum;
 }
 
+// SIMD levels use the fused kernels of dequant.h (unpack levels, FMA, scale per sub-block).
 template <tensor::Type kType>
 DotRowFn generic_kernel(Isa isa) {
-    return isa == Isa::scalar ? &dot_row_dequantized_scalar<kType> : &dot_row_dequantized<kType>;
+    return isa == Isa::scalar ? &dot_row_dequantized_scalar<kType> : quant_dot_kernel(kType, isa);
 }
 
-// Types decoded through their traits (k-quants, legacy quants, IQ4). A dedicated SIMD kernel
-// for one of them replaces its line here.
+// Types decoded through their traits (k-quants, legacy quants, IQ4).
 DotRowFn generic_dot_kernel(tensor::Type type, Isa isa) {
     using T = tensor::Type;
     switch (type) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/dequant.h"
 #include "kernels/dot.h"
 
 namespace k3::kernels {
@@ -38,13 +39,14 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
     const bool is_f32 = w.type->type == tensor::Type::F32;
     const int64_t tile = std::min<int64_t>(rows_per_task(w.rows, pool.size(), 4), 64);
     static thread_local std::vector<float> scratch;
+    const tensor::DequantizeRow decode = dequantize_row_kernel(w.type->type);  // SIMD where there is one
     pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int) {
         const int64_t first = task * tile, count = std::min(w.rows, first + tile) - first;
         const float* rows = reinterpret_cast<const float*>(w.row(first));
         int64_t stride = int64_t(w.row_stride / sizeof(float));
         if (!is_f32) {
             scratch.resize(size_t(count * w.cols));
-            for (int64_t r = 0; r < count; ++r) w.type->dequantize_row(w.row(first + r), scratch.data() + r * w.cols, w.cols);
+            for (int64_t r = 0; r < count; ++r) decode(w.row(first + r), scratch.data() + r * w.cols, w.cols);
             rows = scratch.data();
             stride = w.cols;
         }

@@ -1,0 +1,167 @@
+// The SIMD row decoders of the legacy, K and IQ4 formats must give exactly the values llama.cpp
+// decodes (fixtures/quants/<TYPE>.dequant.f32) and exactly the scalar decoder's values on
+// arbitrary block bytes; their fused dot kernels must agree with the exact dot of those values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dequant.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+#include "support/test_support.h"
+
+namespace k3::kernels {
+namespace {
+
+constexpr int64_t kCols = 512, kRows = 64;
+
+const char* const kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+
+std::vector<float> read_f32(const std::string& path) {
+    const std::vector<uint8_t> bytes = testing::read_bytes(path);
+    std::vector<float> values(bytes.size() / 4);
+    std::memcpy(values.data(), bytes.data(), values.size() * 4);
+    return values;
+}
+
+uint32_t bits_of(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+class SimdDecode : public ::testing::TestWithParam<const char*> {
+protected:
+    void SetUp() override {
+        traits_ = tensor::find_type(GetParam());
+        ASSERT_NE(traits_, nullptr);
+        for (Isa isa : {Isa::avx2, Isa::avx512})
+            if (isa_supported(isa)) isas_.push_back(isa);
+        if (isas_.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+    }
+    const tensor::TypeTraits* traits_ = nullptr;
+    std::vector<Isa> isas_;
+};
+
+// The zoo's bytes are what the (byte-exact) quantizer produces from source.f32.
+TEST_P(SimdDecode, MatchesLlamaCppValuesOnTheZoo) {
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    const std::vector<float> expected = read_f32(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
+    ASSERT_EQ(expected.size(), size_t(kCols * kRows));
+    std::vector<uint8_t> row(tensor::row_bytes(*traits_, kCols));
+    std::vector<float> decoded(kCols);
+    for (Isa isa : isas_) {
+        const tensor::DequantizeRow decode = dequantize_row_kernel(traits_->type, isa);
+        ASSERT_NE(decode, traits_->dequantize_row) << "no SIMD decoder for " << isa_name(isa);
+        for (int64_t r = 0; r < kRows; ++r) {
+            traits_->quantize_row(source.data() + r * kCols, row.data(), kCols);
+            decode(row.data(), decoded.data(), kCols);
+            for (int64_t c = 0; c < kCols; ++c)
+                ASSERT_EQ(bits_of(decoded[c]), bits_of(expected[r * kCols + c]))
+                    << isa_name(isa) << " row " << r << " col " << c;
+        }
+    }
+}
+
+// Random bytes reach every level, scale byte and sign; only NaN payload signs may differ (a NaN
+// min is subtracted by the scalar code and added negated by the SIMD code).
+TEST_P(SimdDecode, MatchesScalarOnRandomBlocks) {
+    std::mt19937 rng(1234);
+    const int64_t n = 4 * 256;
+    std::vector<uint8_t> bytes(tensor::row_bytes(*traits_, n));
+    std::vector<float> want(n), got(n);
+    for (int trial = 0; trial < 50; ++trial) {
+        for (uint8_t& b : bytes) b = uint8_t(rng());
+        traits_->dequantize_row(bytes.data(), want.data(), n);
+        for (Isa isa : isas_) {
+            dequantize_row_kernel(traits_->type, isa)(bytes.data(), got.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+                if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+                ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << isa_name(isa) << " trial " << trial << " element " << i;
+            }
+        }
+    }
+}
+
+// The fused dot kernels against the exact dot (in double) of llama.cpp's decoded weights with a
+// random vector. Bound: the kernels round each product, each sub-block sum, the scale product
+// and the running sum, every rounding at most FLT_EPSILON/2 relative to a partial sum of terms
+// of magnitude at most |w_i·x_i| plus, where a min is subtracted, |offset_i·x_i| (scale·q and
+// the offset can cancel). With n terms that is within n·FLT_EPSILON·Σ(|w_i| + |offset_i|)·|x_i|;
+// |offset_i| <= |w_i| + |scale_i·q_i| <= 2·max|w| of the sub-block is bounded through the row's
+// largest |w|, so the test uses n·FLT_EPSILON·Σ(|w_i| + 2·max|w|)·|x_i|.
+TEST_P(SimdDecode, FusedDotMatchesExactDotOfDecodedWeights) {
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    const std::vector<float> decoded = read_f32(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
+    std::mt19937 rng(99);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(kCols);
+    for (float& v : x) v = normal(rng);
+    std::vector<uint8_t> row(tensor::row_bytes(*traits_, kCols));
+    for (Isa isa : isas_) {
+        const QuantDotFn dot = quant_dot_kernel(traits_->type, isa);
+        ASSERT_NE(dot, nullptr) << isa_name(isa);
+        for (int64_t r = 0; r < kRows; ++r) {
+            traits_->quantize_row(source.data() + r * kCols, row.data(), kCols);
+            const float* w = decoded.data() + r * kCols;
+            double exact = 0, max_w = 0, magnitude = 0;
+            for (int64_t c = 0; c < kCols; ++c) max_w = std::max(max_w, std::fabs(double(w[c])));
+            for (int64_t c = 0; c < kCols; ++c) {
+                exact += double(w[c]) * x[c];
+                magnitude += (std::fabs(double(w[c])) + 2 * max_w) * std::fabs(double(x[c]));
+            }
+            const double bound = double(kCols) * FLT_EPSILON * magnitude;
+            EXPECT_NEAR(dot(row.data(), x.data(), kCols), exact, bound) << isa_name(isa) << " row " << r;
+        }
+    }
+}
+
+// Through the seam: matmul (one token: the best dot kernel; four: SIMD-decoded tiles and an f32
+// dot) against matmul_reference (scalar decode-then-sum), same bound as above per output.
+TEST_P(SimdDecode, MatmulAgreesWithScalarReference) {
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    const std::vector<float> decoded = read_f32(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
+    const size_t row_size = tensor::row_bytes(*traits_, kCols);
+    std::vector<uint8_t> weights(row_size * kRows);
+    for (int64_t r = 0; r < kRows; ++r) traits_->quantize_row(source.data() + r * kCols, weights.data() + r * row_size, kCols);
+    const MatrixView w{traits_, weights.data(), kCols, kRows, row_size};
+    constexpr int64_t kTokens = 4;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(kTokens * kCols);
+    for (float& v : x) v = normal(rng);
+    ThreadPool pool(1);  // the calling thread only: the products are under test, not the scheduling
+    for (int64_t n_tokens : {int64_t(1), kTokens}) {
+        std::vector<float> got(n_tokens * kRows), want(n_tokens * kRows);
+        matmul(pool, w, x.data(), kCols, n_tokens, got.data(), kRows);
+        matmul_reference(w, x.data(), kCols, n_tokens, want.data(), kRows);
+        for (int64_t t = 0; t < n_tokens; ++t)
+            for (int64_t r = 0; r < kRows; ++r) {
+                const float* wr = decoded.data() + r * kCols;
+                double max_w = 0, magnitude = 0;
+                for (int64_t c = 0; c < kCols; ++c) max_w = std::max(max_w, std::fabs(double(wr[c])));
+                for (int64_t c = 0; c < kCols; ++c)
+                    magnitude += (std::fabs(double(wr[c])) + 2 * max_w) * std::fabs(double(x[t * kCols + c]));
+                EXPECT_NEAR(got[t * kRows + r], want[t * kRows + r], 2 * double(kCols) * FLT_EPSILON * magnitude)
+                    << n_tokens << " tokens, token " << t << " row " << r;
+            }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(CommunityTypes, SimdDecode, ::testing::ValuesIn(kTypes),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+TEST(DequantizeRowKernel, UnsupportedTypeHasNoDecoderOrDot) {
+    EXPECT_EQ(dequantize_row_kernel(tensor::Type::IQ2_XXS, Isa::scalar), nullptr);
+    EXPECT_EQ(dequantize_row_kernel(tensor::Type::IQ2_XXS), nullptr);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) EXPECT_EQ(quant_dot_kernel(tensor::Type::IQ2_XXS, isa), nullptr);
+}
+
+}  // namespace
+}  // namespace k3::kernels
