@@ -2,9 +2,11 @@
 // * row decoders per (type, isa), each writing exactly the f32 values of the type's
 //   traits.dequantize_row (bit for bit: the same two roundings, no FMA), only faster; the
 //   multi-token matmul decodes weight tiles through them;
-// * fused dot kernels (unpack a block's levels, FMA them with x, scale once per sub-block),
-//   which dot.cpp uses for these types at the SIMD levels. Their scalar reference is dot.cpp's
-//   decode-then-sum kernel.
+// * fused dot kernels (unpack a block, decode it in registers, FMA with x), which dot.cpp uses
+//   for these types at the SIMD levels. They accumulate in the order of that level's dot_f32, so
+//   a row through them equals dot_f32 of its decoded values bit for bit: one token (dot kernel)
+//   and several (decoded tiles, matmul.cpp) give identical products. Their scalar reference is
+//   dot.cpp's decode-then-sum kernel.
 // Both are written once over the common unpacked shape of quant_unpack.h.
 #pragma once
 
@@ -28,7 +30,7 @@ QuantDotFn quant_dot_kernel(tensor::Type type, Isa isa);
 
 // Per-isa tables (dequant_avx2.cpp, dot_quant_avx512.cpp); null for other types. Decoding is
 // shuffles and masks on 128/256-bit lanes, so AVX-512 machines decode with the AVX2 decoders;
-// the AVX-512 dot kernels consume the same unpacked levels 16 at a time.
+// the AVX-512 dot kernels decode the same unpacked levels 16 at a time.
 tensor::DequantizeRow avx2_dequantize_row(tensor::Type type);
 QuantDotFn avx2_quant_dot(tensor::Type type);
 QuantDotFn avx512_quant_dot(tensor::Type type);

@@ -1,42 +1,58 @@
 // AVX-512 fused dot kernels of the legacy, K and IQ4 formats: the AVX2 unpacking of
-// quant_unpack.h (inlined; AVX-512 includes AVX2), then 16 levels per FMA. Only called when
+// quant_unpack.h (inlined; AVX-512 includes AVX2), then 16 weights per FMA. Only called when
 // CPUID reports AVX-512 F/BW/VL.
 // GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands by
 // self-initialization, which -Wuninitialized reports at every inlined use.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "kernels/dequant.h"
 #include "kernels/quant_unpack.h"
+#include "tensor/no_fp_contract.h"
 
 #define K3_DOT_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl")))
 
 namespace k3::kernels {
 namespace {
 
-K3_DOT_AVX512 inline __m512 levels_to_f32(const int8_t* q) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+// Elements i..i+15 of an unpacked block as f32, rounded as the scalar decoders round
+// (multiply, then add; never fused): the values the AVX2 decoders write.
+template <typename Format>
+K3_DOT_AVX512 inline __m512 weights16(const unpack::Unpacked& u, int i) {
+    const int s = i / Format::kSubSize;
+    const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u.q + i))));
+    const __m512 w = _mm512_mul_ps(_mm512_set1_ps(u.scale[s]), q);
+    if constexpr (Format::kOffset) return _mm512_add_ps(w, _mm512_set1_ps(u.offset[s]));
+    return w;
 }
 
-// Σ_s scale[s]·Σ_i q[i]·x[i] (+ offset[s]·Σ_i x[i]); every sub-block is 16 or 32 elements.
+// The reduction of dot_avx512.cpp's dot_f32, in the same order.
+K3_DOT_AVX512 inline float reduce_add(__m512 v) {
+    const __m256 lo = _mm512_castps512_ps256(v);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Decodes in registers and accumulates exactly as dot_f32 over the decoded row does (elements
+// 32k..32k+15 into one accumulator, 32k+16..32k+31 into the other): bit-identical to decoding
+// the row and calling dot_f32.
 template <typename Format>
 K3_DOT_AVX512 float dot_row(const void* row, const float* x, int64_t n) {
     const auto* block = static_cast<const typename Format::BlockType*>(row);
     unpack::Unpacked u;
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     for (int64_t b = 0; b < n / Format::kBlockSize; ++b, x += Format::kBlockSize) {
         Format::unpack(block[b], u);
-        for (int s = 0; s < Format::kBlockSize / Format::kSubSize; ++s) {
-            __m512 qx = _mm512_setzero_ps(), sx = _mm512_setzero_ps();
-            for (int i = s * Format::kSubSize; i < (s + 1) * Format::kSubSize; i += 16) {
-                const __m512 xv = _mm512_loadu_ps(x + i);
-                qx = _mm512_fmadd_ps(levels_to_f32(u.q + i), xv, qx);
-                if constexpr (Format::kOffset) sx = _mm512_add_ps(sx, xv);
-            }
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(u.scale[s]), qx, acc);
-            if constexpr (Format::kOffset) acc = _mm512_fmadd_ps(_mm512_set1_ps(u.offset[s]), sx, acc);
+        for (int i = 0; i < Format::kBlockSize; i += 32) {
+            acc0 = _mm512_fmadd_ps(weights16<Format>(u, i), _mm512_loadu_ps(x + i), acc0);
+            acc1 = _mm512_fmadd_ps(weights16<Format>(u, i + 16), _mm512_loadu_ps(x + i + 16), acc1);
         }
     }
-    return _mm512_reduce_add_ps(acc);
+    return reduce_add(_mm512_add_ps(acc0, acc1));
 }
 
 }  // namespace
