@@ -8,6 +8,8 @@ int run_main(int argc, char** argv);
 
 // Each takes the arguments after the subcommand name (argv[0] is "k3 NAME").
 int run_info(int argc, char** argv);
+int run_run(int argc, char** argv);
+int run_chat(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_detokenize(int argc, char** argv);
 int run_eval(int argc, char** argv);

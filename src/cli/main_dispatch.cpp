@@ -18,6 +18,8 @@ struct Subcommand {
 // Keep in the order of `k3 --help`.
 constexpr Subcommand kSubcommands[] = {
     {"info", "print a model's hyper-parameters, layer map, tensor types and sizes", run_info},
+    {"run", "generate a completion for one prompt (chat template, reasoning apart; --raw)", run_run},
+    {"chat", "interactive chat through the model's chat template (reads stdin when piped)", run_chat},
     {"eval", "logits for a token sequence (float32 file) and a greedy continuation", run_eval},
     {"tokenize", "print the token ids of a text as JSON", run_tokenize},
     {"detokenize", "print the text of token ids", run_detokenize},

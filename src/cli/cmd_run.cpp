@@ -1,0 +1,152 @@
+// `k3 run -m MODEL -p TEXT`: one prompt in, one streamed completion out. By default the text is
+// a user message rendered through the model's chat template, and the answer is split into
+// reasoning (stderr), content (stdout) and tool calls (JSON lines on stdout); --raw completes the
+// text itself.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/generation_front.h"
+#include "gguf/gguf_file.h"
+#include "util/error.h"
+
+namespace k3::cli {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+struct RunOptions {
+    GenerationOptions generation;
+    std::string prompt, prompt_file, token_ids;
+    bool raw = false;
+    bool print_prompt = false;
+    bool json = false;
+};
+
+std::string read_prompt_text(const RunOptions& options) {
+    if (!options.prompt_file.empty()) {
+        std::ifstream in(options.prompt_file, std::ios::binary);
+        if (!in) throw Error("cannot read prompt file " + options.prompt_file);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    if (!options.prompt.empty()) return options.prompt;
+    if (isatty(STDIN_FILENO))
+        throw Error("no prompt: give -p TEXT, --file FILE or --tokens IDS, or pipe the prompt on stdin");
+    std::ostringstream text;
+    text << std::cin.rdbuf();
+    if (text.str().empty()) throw Error("no prompt: stdin was empty");
+    return text.str();
+}
+
+// The prompt as ids, and as the text that was tokenized (empty for --tokens).
+struct Prompt {
+    std::string text;
+    std::vector<int32_t> ids;
+};
+
+// `prompter` is null for a raw prompt.
+Prompt build_prompt(const RunOptions& options, const ChatPrompter* prompter, const text::Tokenizer& tokenizer) {
+    Prompt prompt;
+    if (!options.token_ids.empty()) {
+        prompt.ids = parse_token_ids(options.token_ids, tokenizer.n_vocab());
+        return prompt;
+    }
+    const std::string text = read_prompt_text(options);
+    // A raw prompt may spell control tokens, e.g. "[BOS]".
+    prompt.text = prompter ? prompter->render(prompter->first_messages(text)) : text;
+    prompt.ids = tokenizer.encode(prompt.text, /*parse_special=*/true);
+    return prompt;
+}
+
+ordered_json result_json(const Prompt& prompt, const runtime::GenerationResult& result, const AnswerPrinter& printer,
+                         bool chat) {
+    ordered_json out;
+    out["prompt_tokens"] = prompt.ids;
+    out["tokens"] = result.tokens;
+    out["text"] = printer.text();
+    if (chat) {
+        const ordered_json message = printer.assistant_message();
+        out["content"] = message["content"];
+        out["reasoning_content"] = message.value("reasoning_content", "");
+        out["tool_calls"] = message.value("tool_calls", ordered_json::array());
+    }
+    out["finish_reason"] = runtime::finish_reason_name(result.finish);
+    const runtime::GenerationStats& s = result.stats;
+    out["timings"] = {{"prompt_tokens", s.prompt_tokens},
+                      {"prompt_seconds", s.prompt_seconds},
+                      {"generated_tokens", s.generated_tokens},
+                      {"generation_seconds", s.generation_seconds}};
+    return out;
+}
+
+}  // namespace
+
+int run_run(int argc, char** argv) {
+    CLI::App app{"Generate a completion for one prompt, streamed as it is sampled.\n"
+                 "The prompt is a user message rendered through the model's chat template (reasoning on "
+                 "stderr, the answer on stdout, tool calls as JSON lines), or with --raw plain text to continue.",
+                 "k3 run"};
+    RunOptions options;
+    add_generation_options(app, options.generation);
+    CLI::Option* prompt_option = app.add_option("-p,--prompt", options.prompt, "the prompt text");
+    CLI::Option* file_option = app.add_option("-f,--file", options.prompt_file, "read the prompt from FILE");
+    CLI::Option* tokens_option =
+        app.add_option("--tokens", options.token_ids, "the prompt as comma-separated token ids (implies --raw)");
+    prompt_option->excludes(file_option)->excludes(tokens_option);
+    file_option->excludes(tokens_option);
+    app.add_flag("--raw", options.raw, "complete the text as it is, without the chat template (control tokens are parsed)");
+    app.add_flag("--print-prompt", options.print_prompt, "print the rendered prompt and exit without generating");
+    app.add_flag("--json", options.json,
+                 "print one JSON object at the end (prompt_tokens, tokens, text, content, reasoning_content, "
+                 "tool_calls, finish_reason, timings) instead of streaming");
+    CLI11_PARSE(app, argc, argv);
+    if (!options.token_ids.empty()) options.raw = true;
+
+    if (options.print_prompt) {
+        const auto file = gguf::GgufFile::open(options.generation.model_path);
+        const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(*file);
+        std::optional<ChatPrompter> prompter;
+        if (!options.raw) prompter.emplace(*file, tokenizer, options.generation);
+        const Prompt prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
+        if (!prompt.text.empty()) std::fwrite(prompt.text.data(), 1, prompt.text.size(), stdout);
+        else std::fputs(tokenizer.decode(prompt.ids).c_str(), stdout);
+        return 0;
+    }
+
+    runtime::EngineOptions engine_options;
+    engine_options.n_threads = options.generation.threads;
+    const auto engine = runtime::Engine::load(options.generation.model_path, engine_options);
+    const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
+    std::optional<ChatPrompter> prompter;
+    if (!options.raw) prompter.emplace(engine->file(), tokenizer, options.generation);
+    const Prompt prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
+    const bool chat = prompter.has_value();
+
+    AnswerStreams streams;
+    streams.reasoning = options.json || options.generation.hide_reasoning ? nullptr : stderr;
+    streams.dim_reasoning = isatty(STDERR_FILENO);
+    streams.answer = options.json ? nullptr : stdout;
+    AnswerPrinter printer(tokenizer, options.generation, streams, chat, chat && prompter->thinking());
+    runtime::CachedSession session(*engine);
+    const runtime::GenerationResult result =
+        runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
+                          [&](int32_t id) { return printer.push(id); });
+    printer.finish();
+    if (options.json) std::printf("%s\n", result_json(prompt, result, printer, chat).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    if (!options.generation.quiet) print_generation_stats(result.stats);
+    return 0;
+}
+
+}  // namespace k3::cli

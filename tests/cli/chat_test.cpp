@@ -1,0 +1,93 @@
+// `k3 chat` with piped stdin: answers line by line or a JSON conversation, then exits; /save
+// and /load keep the conversation as JSON messages; a later turn continued from the cached
+// session state answers exactly as a fresh session given the whole conversation.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace k3::cli {
+namespace {
+
+using nlohmann::json;
+using testing::CommandResult;
+using testing::run_k3;
+
+std::vector<std::string> chat_args() {
+    return {"chat", "-m", testing::fixture("tiny-k3/model.gguf"), "--temp", "0", "-n", "8", "--no-thinking", "-t", "2"};
+}
+
+TEST(ChatCommand, AnswersPipedLinesSavesTheConversationAndExits) {
+    testing::ScratchDir scratch;
+    const std::string saved = scratch.file("conversation.json");
+    const CommandResult r = run_k3(chat_args(), "Hello there\n\nWhat is 2+2?\n/save " + saved + "\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("t/s"), std::string::npos) << r.err;  // tokens/s after each answer
+
+    const json messages = json::parse(testing::read_text(saved));
+    ASSERT_EQ(messages.size(), 4u) << messages.dump();
+    EXPECT_EQ(messages[0], json({{"role", "user"}, {"content", "Hello there"}}));
+    EXPECT_EQ(messages[1]["role"], "assistant");
+    EXPECT_EQ(messages[2], json({{"role", "user"}, {"content", "What is 2+2?"}}));
+    EXPECT_EQ(messages[3]["role"], "assistant");
+    // Both answers were shown on stdout, in order.
+    const std::string first = messages[1]["content"], second = messages[3]["content"];
+    EXPECT_NE(r.out.find(first), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(second, r.out.find(first) + first.size()), std::string::npos) << r.out;
+
+    // The second turn reused the state left by the first (stderr: "(+N cached)").
+    EXPECT_NE(r.err.find("cached"), std::string::npos) << r.err;
+
+    // The same conversation up to the second question, piped whole as JSON to a fresh process,
+    // gets the same greedy answer as the session that continued from its cached state.
+    json so_far = messages;
+    so_far.erase(3);
+    const CommandResult fresh = run_k3(chat_args(), so_far.dump());
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+    EXPECT_EQ(fresh.out, second + "\n");
+}
+
+TEST(ChatCommand, LoadContinuesASavedConversationAndResetForgetsIt) {
+    testing::ScratchDir scratch;
+    const std::string before = scratch.file("before.json"), after = scratch.file("after.json");
+    const json conversation = json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                           {{"role", "user"}, {"content", "Name a colour."}},
+                                           {{"role", "assistant"}, {"content", "Blue."}}});
+    const std::string text = conversation.dump();
+    testing::write_bytes(before, text.data(), text.size());
+    const CommandResult r = run_k3(chat_args(), "/load " + before + "\nAnother one?\n/save " + after +
+                                                    "\n/reset\n/save " + before + "\n/quit\nnot answered\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json continued = json::parse(testing::read_text(after));
+    ASSERT_EQ(continued.size(), 5u);
+    EXPECT_EQ(json(continued.begin(), continued.begin() + 3), conversation);
+    EXPECT_EQ(continued[3], json({{"role", "user"}, {"content", "Another one?"}}));
+    EXPECT_EQ(json::parse(testing::read_text(before)), json::array());
+    const size_t first_stats = r.err.find("prompt:");
+    ASSERT_NE(first_stats, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("prompt:", first_stats + 1), std::string::npos) << "answered after /quit: " << r.err;
+}
+
+TEST(ChatCommand, PipedErrorsEndWithStatusOne) {
+    CommandResult r = run_k3(chat_args(), "/bogus\n");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
+
+    r = run_k3(chat_args(), "[{\"content\": \"no role\"}");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("JSON"), std::string::npos) << r.err;
+}
+
+TEST(ChatCommand, HelpDescribesPipedInput) {
+    const CommandResult r = run_k3({"chat", "--help"});
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.out.find("JSON array of messages"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("/save"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace k3::cli
