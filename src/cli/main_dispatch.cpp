@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {"eval", "logits for a token sequence (float32 file) and a greedy continuation", run_eval},
     {"tokenize", "print the token ids of a text as JSON", run_tokenize},
     {"detokenize", "print the text of token ids", run_detokenize},
+    {"serve", "serve a model over an OpenAI-compatible HTTP API (continuous batching)", run_serve},
     {"convert", "convert a Hugging Face K3 checkpoint (safetensors) to GGUF", run_convert},
     {"quantize", "re-encode a GGUF's tensors (F32, F16, BF16, Q8_0, MXFP4, K-quants)", run_quantize},
 };

@@ -1,0 +1,129 @@
+// Continuous batching at the token level: up to n_slots sequences advance together in one
+// Engine::decode per step; new requests join between steps; a finished or cancelled sequence
+// frees its slot at once; requests beyond capacity wait in a bounded queue.
+//
+//   Scheduler scheduler(engine, {.n_slots = 4, .ctx_size = 4096, .queue_capacity = 64});
+//   auto job = scheduler.submit(request, sink);   // nullptr: the queue is full
+//   job->cancel();                                // from any thread
+//
+// Everything a sink is told arrives on the scheduler's own thread, so inference never runs on the
+// caller's (e.g. an HTTP I/O) thread; a sink must return quickly.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/generation.h"  // GenerationParams, FinishReason (shared with k3 run)
+
+namespace k3::runtime {
+
+class Engine;
+class Session;
+
+struct SchedulerOptions {
+    int n_slots = 1;              // sequences decoded together
+    int64_t ctx_size = 0;         // tokens per sequence (prompt + generated); 0: the model's
+    size_t queue_capacity = 64;   // requests waiting for a slot
+    int64_t prefill_chunk = 512;  // prompt tokens fed per step, so long prompts do not stall others
+};
+
+// GenerationParams::n_ctx is not used here: every slot has the scheduler's ctx_size.
+struct GenerationRequest {
+    std::vector<int32_t> prompt;  // at least one token
+    GenerationParams params;      // max_tokens < 0: until the context is full
+};
+
+enum class JobOutcome {
+    finished,   // see GenerationSummary::finish
+    cancelled,  // GenerationJob::cancel() or scheduler shutdown
+    error,      // the engine threw; see GenerationSummary::error
+};
+
+struct GenerationSummary {
+    JobOutcome outcome = JobOutcome::finished;
+    FinishReason finish = FinishReason::length;  // when finished: stop_id, length, context or caller
+    std::string error;
+    int64_t n_prompt = 0;
+    int64_t n_generated = 0;       // tokens delivered to on_token
+    double queue_ms = 0.0;         // submit -> slot
+    double first_token_ms = 0.0;   // submit -> first token (0 if none)
+    double total_ms = 0.0;         // submit -> finish
+};
+
+// Receives one request's tokens, on the scheduler thread.
+class TokenSink {
+public:
+    virtual ~TokenSink() = default;
+    // A sampled token (stop ids are not delivered); return false to stop after it (e.g. a stop
+    // string matched): the summary then says FinishReason::caller.
+    virtual bool on_token(int32_t token) = 0;
+    // Called exactly once, last.
+    virtual void on_finish(const GenerationSummary& summary) = 0;
+};
+
+// A submitted request: cancel it from any thread.
+class GenerationJob {
+public:
+    void cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+
+private:
+    std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerStats {
+    size_t queued = 0;           // waiting for a slot
+    size_t active = 0;           // in a slot
+    uint64_t prompt_tokens = 0;  // totals since start
+    uint64_t generated_tokens = 0;
+    uint64_t finished = 0;
+    double decode_seconds = 0.0;  // time spent in Engine::decode
+};
+
+class Scheduler {
+public:
+    // Throws k3::Error for bad options. Starts the scheduler thread.
+    Scheduler(const Engine& engine, const SchedulerOptions& options);
+    ~Scheduler();  // cancels everything still running, then joins
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Queues a request. Returns nullptr when the queue is full or the scheduler is stopping.
+    // Throws k3::Error for a request that can never run (empty prompt, max_tokens == 0, an id
+    // outside the vocabulary, prompt + max_tokens beyond the context).
+    std::shared_ptr<GenerationJob> submit(GenerationRequest request, std::shared_ptr<TokenSink> sink);
+
+    // Rejects new requests and cancels queued and running ones (their sinks finish with
+    // JobOutcome::cancelled). Idempotent; the destructor calls it.
+    void shutdown();
+
+    SchedulerStats stats() const;
+    int64_t ctx_size() const { return options_.ctx_size; }
+    int n_slots() const { return options_.n_slots; }
+
+private:
+    struct Pending;
+    struct Slot;
+    void run();
+    void admit_locked(std::vector<std::unique_ptr<Slot>>& admitted);
+    void step(std::vector<std::unique_ptr<Slot>>& active);
+
+    const Engine& engine_;
+    SchedulerOptions options_;
+    std::vector<std::unique_ptr<Session>> free_sessions_;  // one per idle slot
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::unique_ptr<Pending>> queue_;
+    bool stopping_ = false;
+    SchedulerStats stats_;
+    std::thread thread_;
+};
+
+}  // namespace k3::runtime

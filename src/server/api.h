@@ -1,0 +1,63 @@
+// The HTTP API of `k3 serve`: routing, authentication, request validation, prompt building
+// (chat template, tokenizer) and metrics. Generation requests are handed to the scheduler and
+// answered through a ResponseChannel; everything else is answered at once. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/scheduler.h"
+#include "server/http_server.h"
+#include "server/request_parsing.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace k3::runtime { class Engine; }
+
+namespace k3::server {
+
+struct ApiOptions {
+    std::string model_name;  // answered as "model" and listed by /v1/models
+    std::string api_key;     // empty: no authentication
+};
+
+class Api {
+public:
+    // Reads the chat template from the model (the bundled Kimi-K3 one if it has none).
+    Api(const runtime::Engine& engine, const text::Tokenizer& tokenizer, runtime::Scheduler& scheduler,
+        ApiOptions options);
+
+    Reply handle(const HttpRequest& request);
+
+private:
+    Reply route(const HttpRequest& request);
+    Reply generate(const HttpRequest& request, Endpoint endpoint);
+    std::vector<int32_t> encode_prompt(const std::vector<PromptPiece>& pieces) const;
+    std::string render_chat(const ChatInput& input) const;
+    HttpResponse tokenize(const HttpRequest& request) const;
+    HttpResponse detokenize(const HttpRequest& request) const;
+    HttpResponse models() const;
+    HttpResponse metrics() const;
+    bool authorized(const HttpRequest& request) const;
+    void count(const std::string& path, int status);
+
+    const runtime::Engine& engine_;
+    const text::Tokenizer& tokenizer_;
+    runtime::Scheduler& scheduler_;
+    ApiOptions options_;
+    int64_t started_;  // unix seconds
+    std::optional<text::ChatTemplate> template_;
+    std::string bos_text_, eos_text_;
+
+    mutable std::mutex metrics_mutex_;
+    std::map<std::pair<std::string, int>, uint64_t> responses_;  // (path, status) -> count
+    std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace k3::server

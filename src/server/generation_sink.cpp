@@ -1,0 +1,183 @@
+#include "server/generation_sink.h"
+
+#include "server/http_server.h"
+
+namespace k3::server {
+
+namespace {
+
+std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+}  // namespace
+
+GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer,
+                               std::shared_ptr<ResponseChannel> channel, ResponseIdentity identity,
+                               const GenerationParams& params, const ChatInput* chat)
+    : endpoint_(endpoint),
+      channel_(std::move(channel)),
+      identity_(std::move(identity)),
+      stream_(params.stream),
+      include_usage_(params.include_usage),
+      detokenizer_(tokenizer),
+      stops_(params.stop) {
+    if (chat)
+        parser_.emplace(chat->thinking ? text::OutputStart::Think : text::OutputStart::Response,
+                        nlohmann::json::parse(chat->tools.dump()));
+}
+
+void GenerationSink::begin() {
+    if (!stream_) return;
+    channel_->start_stream("text/event-stream");
+    if (endpoint_ == Endpoint::chat) send_event(chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
+}
+
+void GenerationSink::send_event(const Json& event) { channel_->send("data: " + dump(event) + "\n\n"); }
+
+Json GenerationSink::chat_chunk(Json delta, const Json& finish_reason) const {
+    return {{"id", identity_.id},
+            {"object", "chat.completion.chunk"},
+            {"created", identity_.created},
+            {"model", identity_.model},
+            {"choices", Json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+}
+
+bool GenerationSink::on_token(int32_t token) {
+    tokens_.push_back(token);
+    const std::string text = stops_.push(detokenizer_.push(token));
+    if (endpoint_ == Endpoint::llama_completion) {
+        content_ += text;
+        if (stream_) send_event({{"content", text}, {"tokens", {token}}, {"stop", false}});
+    } else {
+        route(text);
+    }
+    return !stops_.stopped();
+}
+
+// Completions: the text as content. Chat: the parser's reasoning, content and tool calls.
+void GenerationSink::route(const std::string& text) {
+    if (parser_) return emit(parser_->push(text));
+    if (text.empty()) return;
+    content_ += text;
+    if (!stream_) return;
+    send_event({{"id", identity_.id},
+                {"object", "text_completion"},
+                {"created", identity_.created},
+                {"model", identity_.model},
+                {"choices", Json::array({{{"text", text}, {"index", 0}, {"logprobs", nullptr},
+                                          {"finish_reason", nullptr}}})}});
+}
+
+void GenerationSink::emit(const text::OutputDelta& delta) {
+    reasoning_ += delta.reasoning;
+    content_ += delta.content;
+    if (stream_ && !delta.reasoning.empty()) send_event(chat_chunk({{"reasoning_content", delta.reasoning}}, nullptr));
+    if (stream_ && !delta.content.empty()) send_event(chat_chunk({{"content", delta.content}}, nullptr));
+    for (const text::ToolCall& call : delta.tool_calls) {
+        const size_t index = tool_calls_.size();
+        Json entry = {{"id", "call_" + identity_.id + "_" + std::to_string(index)},
+                      {"type", "function"},
+                      {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+        tool_calls_.push_back(entry);
+        if (!stream_) continue;
+        entry["index"] = index;
+        send_event(chat_chunk({{"tool_calls", Json::array({entry})}}, nullptr));
+    }
+}
+
+Json GenerationSink::usage(const runtime::GenerationSummary& summary) const {
+    return {{"prompt_tokens", summary.n_prompt},
+            {"completion_tokens", summary.n_generated},
+            {"total_tokens", summary.n_prompt + summary.n_generated}};
+}
+
+std::string GenerationSink::finish_reason(const runtime::GenerationSummary& summary) const {
+    if (summary.outcome == runtime::JobOutcome::finished &&
+        (summary.finish == runtime::FinishReason::length || summary.finish == runtime::FinishReason::context))
+        return "length";
+    return tool_calls_.empty() ? "stop" : "tool_calls";
+}
+
+HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& summary) const {
+    Json body;
+    if (endpoint_ == Endpoint::chat) {
+        Json message = {{"role", "assistant"}};
+        message["content"] = content_.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(content_);
+        if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
+        if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
+        body = {{"id", identity_.id},
+                {"object", "chat.completion"},
+                {"created", identity_.created},
+                {"model", identity_.model},
+                {"choices", Json::array({{{"index", 0}, {"message", std::move(message)},
+                                          {"finish_reason", finish_reason(summary)}}})},
+                {"usage", usage(summary)}};
+    } else {
+        body = {{"id", identity_.id},
+                {"object", "text_completion"},
+                {"created", identity_.created},
+                {"model", identity_.model},
+                {"choices", Json::array({{{"text", content_}, {"index", 0}, {"logprobs", nullptr},
+                                          {"finish_reason", finish_reason(summary)}}})},
+                {"usage", usage(summary)}};
+    }
+    return HttpResponse{200, "application/json", dump(body), {}};
+}
+
+void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
+    if (summary.outcome == runtime::JobOutcome::error) {
+        const std::string message = "generation failed: " + summary.error;
+        if (!stream_) return channel_->respond(error_response(500, message, "server_error", "generation_failed"));
+        send_event({{"error", {{"message", message}, {"type", "server_error"}, {"code", "generation_failed"}}}});
+        if (endpoint_ != Endpoint::llama_completion) channel_->send("data: [DONE]\n\n");
+        return channel_->finish();
+    }
+    // What the detokenizer and the stop strings still hold.
+    std::string rest = stops_.push(detokenizer_.finish());
+    rest += stops_.finish();
+    if (endpoint_ == Endpoint::llama_completion) {
+        content_ += rest;
+        const char* stop_type = summary.outcome == runtime::JobOutcome::cancelled       ? "none"
+                                : summary.finish == runtime::FinishReason::stop_id ? "eos"
+                                : summary.finish == runtime::FinishReason::caller  ? "word"
+                                                                                    : "limit";
+        Json last = {{"content", stream_ ? rest : content_},
+                     {"tokens", stream_ ? std::vector<int32_t>() : tokens_},
+                     {"stop", true},
+                     {"stop_type", stop_type},
+                     {"stopping_word", stops_.matched()},
+                     {"model", identity_.model},
+                     {"tokens_predicted", summary.n_generated},
+                     {"tokens_evaluated", summary.n_prompt},
+                     {"timings", {{"queue_ms", summary.queue_ms},
+                                  {"first_token_ms", summary.first_token_ms},
+                                  {"total_ms", summary.total_ms}}}};
+        if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump(last), {}});
+        send_event(last);
+        return channel_->finish();
+    }
+    route(rest);
+    if (parser_) emit(parser_->finish());
+    if (!stream_) return channel_->respond(whole_response(summary));
+    if (endpoint_ == Endpoint::chat) {
+        send_event(chat_chunk(Json::object(), finish_reason(summary)));
+    } else {
+        send_event({{"id", identity_.id},
+                    {"object", "text_completion"},
+                    {"created", identity_.created},
+                    {"model", identity_.model},
+                    {"choices", Json::array({{{"text", ""}, {"index", 0}, {"logprobs", nullptr},
+                                              {"finish_reason", finish_reason(summary)}}})}});
+    }
+    if (include_usage_) {
+        send_event({{"id", identity_.id},
+                    {"object", endpoint_ == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+                    {"created", identity_.created},
+                    {"model", identity_.model},
+                    {"choices", Json::array()},
+                    {"usage", usage(summary)}});
+    }
+    channel_->send("data: [DONE]\n\n");
+    channel_->finish();
+}
+
+}  // namespace k3::server

@@ -1,0 +1,63 @@
+// One generation request's answer, built as tokens arrive (on the scheduler thread): detokenized,
+// cut at stop strings, split into reasoning / content / tool calls for chat, and shaped as
+// OpenAI's chat.completion(.chunk), text_completion, or llama.cpp's /completion answer, whole
+// or as server-sent events, into a ResponseChannel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/scheduler.h"
+#include "server/http_types.h"
+#include "server/request_parsing.h"
+#include "text/output_parser.h"
+#include "text/stop_strings.h"
+#include "text/tokenizer.h"
+
+namespace k3::server {
+
+struct ResponseIdentity {
+    std::string id;     // e.g. "chatcmpl-..."
+    std::string model;  // the model name answered in every response
+    int64_t created = 0;
+};
+
+class GenerationSink final : public runtime::TokenSink {
+public:
+    // `chat` (for Endpoint::chat): where the generation prompt left the model and the tools the
+    // output parser should know.
+    GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer, std::shared_ptr<ResponseChannel> channel,
+                   ResponseIdentity identity, const GenerationParams& params, const ChatInput* chat);
+
+    // For streams: the response head and, for chat, the opening chunk (role "assistant").
+    void begin();
+    bool on_token(int32_t token) override;
+    void on_finish(const runtime::GenerationSummary& summary) override;
+
+private:
+    void route(const std::string& text);  // text past the stop strings
+    void emit(const text::OutputDelta& delta);
+    void send_event(const Json& event);
+    Json chat_chunk(Json delta, const Json& finish_reason) const;
+    Json usage(const runtime::GenerationSummary& summary) const;
+    std::string finish_reason(const runtime::GenerationSummary& summary) const;
+    HttpResponse whole_response(const runtime::GenerationSummary& summary) const;
+
+    Endpoint endpoint_;
+    std::shared_ptr<ResponseChannel> channel_;
+    ResponseIdentity identity_;
+    bool stream_, include_usage_;
+    text::StreamingDetokenizer detokenizer_;
+    text::StopStringFilter stops_;
+    std::vector<int32_t> tokens_;  // generated ids (llama.cpp's "tokens")
+    std::string content_, reasoning_;
+    Json tool_calls_ = Json::array();
+    std::optional<text::OutputParser> parser_;  // chat only
+};
+
+}  // namespace k3::server

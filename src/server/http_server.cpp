@@ -1,0 +1,348 @@
+#include <utility>  // before Boost: 1.74's asio/awaitable.hpp uses std::exchange without including it
+
+#include "server/http_server.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace k3::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+std::string error_json(const std::string& message, const std::string& type, const std::string& code) {
+    nlohmann::ordered_json body = {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+HttpResponse error_response(int status, const std::string& message, const std::string& type,
+                            const std::string& code) {
+    return HttpResponse{status, "application/json", error_json(message, type, code), {}};
+}
+
+namespace {
+
+constexpr auto kAwait = asio::use_awaitable;
+
+struct Connection {
+    explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
+    beast::tcp_stream stream;
+    bool idle = true;  // waiting for a request: safe to cut when stopping
+};
+
+// Wakes a coroutine waiting for a ResponseChannel; notified from the producer's thread.
+struct Waker {
+    explicit Waker(asio::io_context& io) : timer(io) {}
+    asio::steady_timer timer;
+};
+
+// The client closing its side while we wait for the generation: a readable socket with no
+// data. Pipelined bytes are left for the next request.
+void watch_disconnect(const std::shared_ptr<Connection>& conn, const std::shared_ptr<ResponseChannel>& channel) {
+    tcp::socket& socket = conn->stream.socket();
+    socket.async_wait(tcp::socket::wait_read, [conn, channel](const error_code& ec) {
+        if (ec == asio::error::operation_aborted) return;
+        if (ec) {
+            channel->client_gone();
+            return;
+        }
+        char byte = 0;
+        const ssize_t n = ::recv(conn->stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) channel->client_gone();
+    });
+}
+
+template <class Body>
+void apply_head(http::response<Body>& res, const HttpResponse& head, bool keep_alive) {
+    res.set(http::field::server, "k3");
+    res.set(http::field::content_type, head.content_type);
+    for (const auto& [name, value] : head.headers) res.set(name, value);
+    res.keep_alive(keep_alive);
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+    HttpServerOptions options;
+    Handler handler;
+    asio::io_context io{1};
+    tcp::acceptor acceptor{io};
+    std::set<std::shared_ptr<Connection>> connections;
+    bool stopping = false;
+    std::function<void()> on_stopping;
+    asio::steady_timer grace_timer{io};
+    std::optional<asio::signal_set> signals;
+
+    std::chrono::seconds request_timeout() const { return std::chrono::seconds(options.request_timeout_s); }
+
+    asio::awaitable<void> accept_loop();
+    asio::awaitable<void> serve_connection(std::shared_ptr<Connection> conn);
+    asio::awaitable<void> refuse_connection(std::shared_ptr<Connection> conn);
+    asio::awaitable<void> drain(Connection& conn);
+    asio::awaitable<bool> write_response(Connection& conn, const HttpResponse& response, bool keep_alive);
+    asio::awaitable<bool> write_channel(std::shared_ptr<Connection> conn, std::shared_ptr<ResponseChannel> channel,
+                                        bool keep_alive);
+    void begin_stop();
+    void forget(const std::shared_ptr<Connection>& conn);
+};
+
+asio::awaitable<void> HttpServer::Impl::accept_loop() {
+    for (;;) {
+        error_code ec;
+        tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(kAwait, ec));
+        if (stopping) co_return;
+        if (ec) {
+            // Out of descriptors and the like: back off instead of spinning.
+            asio::steady_timer pause(io, std::chrono::milliseconds(100));
+            co_await pause.async_wait(asio::redirect_error(kAwait, ec));
+            continue;
+        }
+        auto conn = std::make_shared<Connection>(std::move(socket));
+        const bool over_capacity = connections.size() >= options.max_connections;
+        connections.insert(conn);
+        if (over_capacity)
+            asio::co_spawn(io, refuse_connection(conn), asio::detached);
+        else
+            asio::co_spawn(io, serve_connection(conn), asio::detached);
+    }
+}
+
+asio::awaitable<void> HttpServer::Impl::refuse_connection(std::shared_ptr<Connection> conn) {
+    HttpResponse busy = error_response(503, "too many open connections", "server_error", "server_busy");
+    busy.headers.emplace_back("Retry-After", "1");
+    co_await write_response(*conn, busy, false);
+    forget(conn);
+}
+
+asio::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const HttpResponse& response,
+                                                       bool keep_alive) {
+    http::response<http::string_body> res{http::status(response.status), 11};
+    apply_head(res, response, keep_alive);
+    res.body() = response.body;
+    res.prepare_payload();
+    conn.stream.expires_after(request_timeout());
+    error_code ec;
+    co_await http::async_write(conn.stream, res, asio::redirect_error(kAwait, ec));
+    co_return !ec;
+}
+
+// Sends what a producer thread puts in `channel`: one whole response, or a chunked stream.
+asio::awaitable<bool> HttpServer::Impl::write_channel(std::shared_ptr<Connection> conn,
+                                                      std::shared_ptr<ResponseChannel> channel, bool keep_alive) {
+    auto waker = std::make_shared<Waker>(io);
+    channel->set_notifier([weak = std::weak_ptr<Waker>(waker), executor = io.get_executor()] {
+        asio::post(executor, [weak] {
+            if (auto w = weak.lock()) w->timer.cancel();
+        });
+    });
+    watch_disconnect(conn, channel);
+    http::response<http::empty_body> head;
+    std::optional<http::response_serializer<http::empty_body>> serializer;
+    bool ok = true;
+    for (;;) {
+        ResponseChannel::Taken taken = channel->take();
+        error_code ec;
+        if (taken.has_head && !taken.streamed) {
+            ok = co_await write_response(*conn, taken.head, keep_alive);
+            break;
+        }
+        if (taken.has_head) {
+            head = http::response<http::empty_body>{http::status(taken.head.status), 11};
+            apply_head(head, taken.head, keep_alive);
+            head.chunked(true);
+            serializer.emplace(head);
+            conn->stream.expires_after(request_timeout());
+            co_await http::async_write_header(conn->stream, *serializer, asio::redirect_error(kAwait, ec));
+        }
+        if (!ec && !taken.bytes.empty() && serializer) {
+            conn->stream.expires_after(request_timeout());
+            co_await asio::async_write(conn->stream, http::make_chunk(asio::buffer(taken.bytes)),
+                                       asio::redirect_error(kAwait, ec));
+        }
+        if (!ec && taken.finished) {
+            conn->stream.expires_after(request_timeout());
+            co_await asio::async_write(conn->stream, http::make_chunk_last(), asio::redirect_error(kAwait, ec));
+            break;
+        }
+        if (ec) {
+            ok = false;
+            break;
+        }
+        if (!taken.has_head && taken.bytes.empty()) {
+            conn->stream.expires_never();  // a generation may take long; the watcher sees hang-ups
+            waker->timer.expires_at(asio::steady_timer::time_point::max());
+            co_await waker->timer.async_wait(asio::redirect_error(kAwait, ec));
+        }
+    }
+    if (!ok) channel->client_gone();
+    channel->set_notifier({});
+    error_code ignored;
+    conn->stream.socket().cancel(ignored);  // ends the disconnect watcher
+    co_return ok;
+}
+
+// After refusing a request whose body is still arriving: closing at once would reset the
+// connection and could destroy the refusal before the client reads it, so read and discard
+// for a moment first.
+asio::awaitable<void> HttpServer::Impl::drain(Connection& conn) {
+    error_code ec;
+    conn.stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    conn.stream.expires_after(std::chrono::seconds(1));
+    std::vector<char> scratch(64 << 10);
+    uint64_t discarded = 0;
+    while (!ec && discarded <= options.max_body_bytes) {
+        discarded += co_await conn.stream.async_read_some(asio::buffer(scratch), asio::redirect_error(kAwait, ec));
+    }
+}
+
+asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connection> conn) {
+    beast::flat_buffer buffer;
+    for (;;) {
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(options.max_header_bytes);
+        parser.body_limit(options.max_body_bytes);
+        conn->idle = true;
+        conn->stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+        error_code ec;
+        co_await http::async_read_header(conn->stream, buffer, parser, asio::redirect_error(kAwait, ec));
+        conn->idle = false;
+        if (!ec && !stopping) {
+            conn->stream.expires_after(request_timeout());
+            if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {  // curl, for larger bodies
+                http::response<http::empty_body> go_on{http::status::continue_, 11};
+                co_await http::async_write(conn->stream, go_on, asio::redirect_error(kAwait, ec));
+            }
+            if (!ec) co_await http::async_read(conn->stream, buffer, parser, asio::redirect_error(kAwait, ec));
+        }
+        if (stopping && !ec) ec = asio::error::operation_aborted;
+        if (ec) {
+            // A malformed or oversized request is answered before closing; a vanished peer is not.
+            std::optional<HttpResponse> refusal;
+            if (ec == http::error::body_limit)
+                refusal = error_response(413, "request body exceeds " + std::to_string(options.max_body_bytes) +
+                                                  " bytes", "invalid_request_error", "body_too_large");
+            else if (ec == http::error::header_limit)
+                refusal = error_response(431, "request headers exceed " + std::to_string(options.max_header_bytes) +
+                                                  " bytes", "invalid_request_error", "headers_too_large");
+            else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+                     ec != http::error::end_of_stream && ec != http::error::partial_message)
+                refusal = error_response(400, "malformed HTTP request: " + ec.message(), "invalid_request_error",
+                                         "bad_request");
+            if (refusal) {
+                co_await write_response(*conn, *refusal, false);
+                co_await drain(*conn);
+            }
+            break;
+        }
+        const http::request<http::string_body>& message = parser.get();
+        HttpRequest request;
+        request.method = std::string(message.method_string());
+        const std::string target(message.target());
+        request.path = target.substr(0, target.find('?'));
+        request.authorization = std::string(message[http::field::authorization]);
+        request.body = message.body();
+        const bool keep_alive = message.keep_alive();
+
+        Reply reply;
+        try {
+            reply = handler(request);
+        } catch (const std::exception& e) {
+            reply.response = error_response(500, e.what(), "server_error", "internal_error");
+        }
+        const bool ok = reply.channel ? co_await write_channel(conn, reply.channel, keep_alive && !stopping)
+                                      : co_await write_response(*conn, reply.response, keep_alive && !stopping);
+        if (!ok || !keep_alive || stopping) break;
+    }
+    error_code ignored;
+    conn->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    conn->stream.close();
+    forget(conn);
+}
+
+void HttpServer::Impl::forget(const std::shared_ptr<Connection>& conn) {
+    connections.erase(conn);
+    if (stopping && connections.empty()) grace_timer.cancel();
+}
+
+void HttpServer::Impl::begin_stop() {
+    if (stopping) return;
+    stopping = true;
+    error_code ignored;
+    acceptor.close(ignored);
+    if (signals) signals->cancel(ignored);
+    if (on_stopping) on_stopping();
+    for (const auto& conn : connections)
+        if (conn->idle) conn->stream.socket().close(ignored);
+    if (connections.empty()) return;
+    grace_timer.expires_after(std::chrono::seconds(options.shutdown_grace_s));
+    grace_timer.async_wait([this](const error_code& ec) {
+        if (ec) return;
+        error_code ignored_close;
+        for (const auto& conn : connections) conn->stream.socket().close(ignored_close);
+    });
+}
+
+HttpServer::HttpServer(const HttpServerOptions& options, Handler handler) : impl_(std::make_unique<Impl>()) {
+    impl_->options = options;
+    impl_->handler = std::move(handler);
+    error_code ec;
+    const asio::ip::address address = asio::ip::make_address(options.host, ec);
+    if (ec) throw Error("--host: '" + options.host + "' is not an IP address");
+    const tcp::endpoint endpoint(address, options.port);
+    tcp::acceptor& acceptor = impl_->acceptor;
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) throw Error("cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " + ec.message());
+}
+
+HttpServer::~HttpServer() = default;
+
+uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::run(bool handle_signals, std::function<void()> on_stopping) {
+    Impl& impl = *impl_;
+    impl.on_stopping = std::move(on_stopping);
+    if (handle_signals) {
+        impl.signals.emplace(impl.io, SIGINT, SIGTERM);
+        impl.signals->async_wait([&impl](const error_code& ec, int) {
+            if (!ec) impl.begin_stop();
+        });
+    }
+    asio::co_spawn(impl.io, impl.accept_loop(), asio::detached);
+    impl.io.run();
+}
+
+void HttpServer::stop() {
+    asio::post(impl_->io, [impl = impl_.get()] { impl->begin_stop(); });
+}
+
+}  // namespace k3::server

@@ -1,0 +1,62 @@
+// Reading and validating API request bodies: every problem becomes an ApiError carrying the HTTP
+// status and OpenAI's error type and code, with a message naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/sampler.h"
+#include "util/error.h"
+
+namespace k3::server {
+
+using Json = nlohmann::ordered_json;
+
+struct ApiError : Error {
+    ApiError(int status, const std::string& message, std::string code = "invalid_request",
+             std::string type = "invalid_request_error")
+        : Error(message), status(status), type(std::move(type)), code(std::move(code)) {}
+    int status;
+    std::string type, code;
+};
+
+enum class Endpoint { chat, completions, llama_completion };
+
+// Fields shared by the three generation endpoints.
+struct GenerationParams {
+    runtime::SamplerParams sampling;
+    std::optional<int64_t> max_tokens;  // absent: the rest of the context
+    std::vector<std::string> stop;
+    bool ignore_eos = false;            // llama.cpp's: generate past end-of-generation tokens
+    bool stream = false;
+    bool include_usage = false;         // stream_options.include_usage
+};
+
+// A prompt given as text, as token ids, or as a mix (llama.cpp's /completion).
+using PromptPiece = std::variant<std::string, int32_t>;
+
+struct ChatInput {
+    Json messages;  // validated, roles normalised (developer -> system)
+    Json tools;     // array or null
+    Json template_extra = Json::object();  // tool_choice, response_format, chat_template_kwargs
+    bool thinking = true;                  // what the template will be told (its default: true)
+};
+
+// The body as a JSON object; 400 for malformed JSON or another type.
+Json parse_body(const std::string& body);
+
+GenerationParams parse_generation_params(const Json& body, Endpoint endpoint);
+ChatInput parse_chat_input(const Json& body);
+// `field` names the member for messages; 400 if absent or of the wrong shape.
+std::vector<PromptPiece> parse_prompt(const Json& body, const char* field);
+std::vector<int32_t> parse_token_ids(const Json& body, const char* field);
+
+// A fresh seed for requests that give none.
+uint64_t random_seed();
+
+}  // namespace k3::server

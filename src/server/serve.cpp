@@ -1,0 +1,44 @@
+#include "server/serve.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "runtime/engine.h"
+#include "runtime/scheduler.h"
+#include "server/api.h"
+#include "text/tokenizer.h"
+
+namespace k3::server {
+
+int serve(const ServeOptions& options) {
+    runtime::EngineOptions engine_options;
+    engine_options.n_threads = options.threads;
+    const auto engine = runtime::Engine::load(options.model_path, engine_options);
+    const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
+
+    runtime::SchedulerOptions scheduler_options;
+    scheduler_options.n_slots = options.parallel;
+    scheduler_options.ctx_size = options.ctx_size;
+    scheduler_options.queue_capacity = options.queue_size;
+    scheduler_options.prefill_chunk = options.prefill_chunk;
+    // Joined explicitly before the HTTP server goes: its thread may still answer into channels
+    // whose notifiers post to the server's I/O context.
+    std::optional<runtime::Scheduler> scheduler(std::in_place, *engine, scheduler_options);
+
+    ApiOptions api_options{options.model_name, options.api_key};
+    if (api_options.model_name.empty())
+        api_options.model_name = std::filesystem::path(options.model_path).filename().string();
+    Api api(*engine, tokenizer, *scheduler, api_options);
+    HttpServer server(options.http, [&api](const HttpRequest& request) { return api.handle(request); });
+
+    std::printf("k3 serve: listening on http://%s:%u (%d parallel, context %lld)\n", options.http.host.c_str(),
+                unsigned(server.port()), options.parallel, (long long)scheduler->ctx_size());
+    std::fflush(stdout);
+    server.run(/*handle_signals=*/true, [&scheduler] { scheduler->shutdown(); });
+    scheduler.reset();
+    std::fprintf(stderr, "k3 serve: stopped\n");
+    return 0;
+}
+
+}  // namespace k3::server

@@ -1,0 +1,29 @@
+// `k3 serve` as a function: load the model, start the scheduler and the HTTP server, serve until
+// SIGINT/SIGTERM, then stop accepting, cancel what is in flight, and return.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "server/http_server.h"
+
+namespace k3::server {
+
+struct ServeOptions {
+    std::string model_path;
+    std::string model_name;      // empty: the model file's name
+    HttpServerOptions http;
+    int parallel = 1;            // sequences decoded together
+    int64_t ctx_size = 0;        // per sequence; 0: the model's context length
+    size_t queue_size = 64;      // requests waiting for a slot before 503
+    int64_t prefill_chunk = 512; // prompt tokens per sequence per step
+    int threads = 0;             // 0: one per hardware thread
+    std::string api_key;         // empty: no authentication
+};
+
+// Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts
+// connections. Returns the process exit code (0 after a signal). Throws k3::Error if the model
+// cannot be loaded or the address bound.
+int serve(const ServeOptions& options);
+
+}  // namespace k3::server

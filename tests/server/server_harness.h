@@ -1,0 +1,46 @@
+// A `k3 serve` child process on a loopback port chosen by the kernel, and a minimal HTTP/1.1
+// client (one request per connection, chunked bodies decoded) to talk to it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace k3::testing {
+
+class ServerProcess {
+public:
+    // Runs `k3 serve -m MODEL --port 0 -t 2 ARGS...` and waits for its "listening on" line.
+    ServerProcess(const std::string& model, const std::vector<std::string>& args);
+    ~ServerProcess();  // stops it if still running
+    ServerProcess(const ServerProcess&) = delete;
+    ServerProcess& operator=(const ServerProcess&) = delete;
+
+    uint16_t port() const { return port_; }
+    // Sends SIGTERM and returns the exit status (-1 if it died by a signal or could not be reaped).
+    int stop();
+
+private:
+    pid_t pid_ = -1;
+    int stdout_fd_ = -1;
+    uint16_t port_ = 0;
+};
+
+struct HttpReply {
+    int status = 0;
+    std::string headers;  // raw header block, lower-cased names
+    std::string body;     // de-chunked
+    std::string header(const std::string& name) const;  // value of a header (lower-case name), or ""
+};
+
+// Sends one request (Connection: close) and reads the whole reply. `extra_headers` are full lines
+// without CRLF, e.g. "Authorization: Bearer x".
+HttpReply http_request(uint16_t port, const std::string& method, const std::string& path,
+                       const std::string& body = {}, const std::vector<std::string>& extra_headers = {});
+
+// The `data:` payloads of a server-sent-event body, in order.
+std::vector<std::string> sse_events(const std::string& body);
+
+}  // namespace k3::testing
