@@ -42,6 +42,10 @@ public:
 
     SequenceState new_state() const;  // an empty sequence
 
+    // Bytes of weights one decode step reads: every dense matrix, the used share of each
+    // layer's routed experts (n_used of n_expert), one embedding row. For speed-of-light figures.
+    uint64_t weight_bytes_per_token() const;
+
     // Runs every request's tokens through the model as one batch and writes its logits.
     // Throws k3::Error for a token outside the vocabulary (before touching any state).
     void forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> requests,

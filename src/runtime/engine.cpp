@@ -33,6 +33,7 @@ const model::HParams& Engine::hparams() const { return impl_->model->hparams(); 
 int32_t Engine::n_vocab() const { return int32_t(hparams().n_vocab); }
 int64_t Engine::n_ctx_train() const { return hparams().n_ctx_train; }
 int Engine::n_threads() const { return impl_->pool->size(); }
+uint64_t Engine::weight_bytes_per_token() const { return impl_->model->weight_bytes_per_token(); }
 
 std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<Session>(*this); }
 

@@ -44,6 +44,9 @@ public:
     int32_t n_vocab() const;
     int64_t n_ctx_train() const;             // kimi-k3.context_length
     int n_threads() const;
+    // Bytes of weights one decode step reads (dense matrices, the used experts' share, one
+    // embedding row): the numerator of the memory-bandwidth bound.
+    uint64_t weight_bytes_per_token() const;
 
     std::unique_ptr<Session> new_session() const;
 

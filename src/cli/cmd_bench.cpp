@@ -1,0 +1,136 @@
+// `k3 bench`: prompt-processing and generation speed, peak memory, and how close generation
+// comes to the memory-bandwidth bound ("speed of light", STYLE.md).
+#include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "model/hparams.h"
+#include "runtime/engine.h"
+#include "runtime/session.h"
+
+namespace k3::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Read bandwidth in bytes/s: n_threads threads each summing their share of a buffer far
+// larger than the caches, best of a few passes.
+double measure_read_bandwidth(int n_threads) {
+    const size_t n = size_t(256) << 20 >> 3;  // 256 MiB of uint64
+    std::vector<uint64_t> buffer(n, 1);
+    double best = 0.0;
+    std::atomic<uint64_t> sink{0};
+    for (int pass = 0; pass < 4; ++pass) {
+        const auto start = Clock::now();
+        std::vector<std::thread> threads;
+        for (int t = 0; t < n_threads; ++t)
+            threads.emplace_back([&, t] {
+                const size_t first = n / size_t(n_threads) * size_t(t);
+                const size_t last = t + 1 == n_threads ? n : first + n / size_t(n_threads);
+                uint64_t sum = 0;
+                for (size_t i = first; i < last; ++i) sum += buffer[i];
+                sink += sum;
+            });
+        for (std::thread& th : threads) th.join();
+        best = std::max(best, double(n * sizeof(uint64_t)) / seconds_since(start));
+    }
+    return best;
+}
+
+uint64_t peak_resident_bytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return uint64_t(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+    CLI::App app{"Measure prompt-processing and generation speed", "k3 bench"};
+    std::string model_path;
+    int n_prompt = 512, n_gen = 128, threads = 0, repetitions = 3;
+    bool json = false;
+    app.add_option("-m,--model", model_path, "model GGUF")->required();
+    app.add_option("-p,--n-prompt", n_prompt, "prompt tokens per prompt-processing run (0: skip)")->check(CLI::NonNegativeNumber);
+    app.add_option("-n,--n-gen", n_gen, "tokens per generation run (0: skip)")->check(CLI::NonNegativeNumber);
+    app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)");
+    app.add_option("-r,--repetitions", repetitions, "runs per measurement; the median is reported")->check(CLI::PositiveNumber);
+    app.add_flag("--json", json, "print one JSON object");
+    CLI11_PARSE(app, argc, argv);
+
+    runtime::EngineOptions options;
+    options.n_threads = threads;
+    const auto load_start = Clock::now();
+    auto engine = runtime::Engine::load(model_path, options);
+    const double load_s = seconds_since(load_start);
+    std::mt19937 rng(1234);
+    auto random_tokens = [&](int n) {
+        std::vector<int32_t> tokens(static_cast<size_t>(n));
+        for (int32_t& t : tokens) t = int32_t(rng() % uint32_t(engine->n_vocab()));
+        return tokens;
+    };
+
+    std::vector<double> pp_rates, tg_rates;
+    for (int r = 0; r < repetitions && n_prompt > 0; ++r) {
+        const std::vector<int32_t> prompt = random_tokens(n_prompt);
+        auto session = engine->new_session();
+        const auto start = Clock::now();
+        session->eval(prompt);
+        pp_rates.push_back(n_prompt / seconds_since(start));
+    }
+    for (int r = 0; r < repetitions && n_gen > 0; ++r) {
+        auto session = engine->new_session();
+        int32_t token = random_tokens(1)[0];
+        session->eval(std::span(&token, 1));  // first step allocates the caches
+        const auto start = Clock::now();
+        for (int i = 0; i < n_gen; ++i) {
+            token = int32_t(rng() % uint32_t(engine->n_vocab()));
+            session->eval(std::span(&token, 1));
+        }
+        tg_rates.push_back(n_gen / seconds_since(start));
+    }
+    const double pp = median(pp_rates), tg = median(tg_rates);
+    const double bandwidth = measure_read_bandwidth(engine->n_threads());
+    const double bytes_per_token = double(engine->weight_bytes_per_token());
+    // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
+    // what the memory system can deliver.
+    const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
+    const double peak = double(peak_resident_bytes());
+    if (json) {
+        std::printf(
+            "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
+            "\"load_s\":%.3f,\"pp_tokens_per_s\":%.3f,\"tg_tokens_per_s\":%.3f,\"peak_rss_bytes\":%.0f,"
+            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f}\n",
+            model_path.c_str(), engine->n_threads(), n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
+            bytes_per_token, bandwidth, fraction);
+    } else {
+        std::printf("model            %s (%d threads)\n", model_path.c_str(), engine->n_threads());
+        std::printf("load             %.3f s\n", load_s);
+        if (n_prompt > 0) std::printf("prompt (pp%d)    %.2f tokens/s (median of %d)\n", n_prompt, pp, repetitions);
+        if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);
+        std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));
+        std::printf("weights/token    %.2f MiB; read bandwidth %.2f GB/s\n", bytes_per_token / (1 << 20), bandwidth / 1e9);
+        if (n_gen > 0) std::printf("bandwidth bound  %.1f%% (tg x weights/token / bandwidth)\n", 100.0 * fraction);
+    }
+    return 0;
+}
+
+}  // namespace k3::cli
