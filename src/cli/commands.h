@@ -13,6 +13,7 @@ int run_chat(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_detokenize(int argc, char** argv);
 int run_eval(int argc, char** argv);
+int run_bench(int argc, char** argv);
 int run_serve(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_quantize(int argc, char** argv);

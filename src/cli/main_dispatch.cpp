@@ -21,6 +21,7 @@ constexpr Subcommand kSubcommands[] = {
     {"run", "generate a completion for one prompt (chat template, reasoning apart; --raw)", run_run},
     {"chat", "interactive chat through the model's chat template (reads stdin when piped)", run_chat},
     {"eval", "logits for a token sequence (float32 file) and a greedy continuation", run_eval},
+    {"bench", "prompt and generation tokens/s, peak memory, fraction of the bandwidth bound", run_bench},
     {"tokenize", "print the token ids of a text as JSON", run_tokenize},
     {"detokenize", "print the text of token ids", run_detokenize},
     {"serve", "serve a model over an OpenAI-compatible HTTP API (continuous batching)", run_serve},
