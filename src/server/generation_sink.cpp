@@ -46,7 +46,7 @@ bool GenerationSink::on_token(int32_t token) {
     const std::string text = stops_.push(detokenizer_.push(token));
     if (endpoint_ == Endpoint::llama_completion) {
         content_ += text;
-        if (stream_) send_event({{"content", text}, {"tokens", {token}}, {"stop", false}});
+        if (stream_) send_event({{"content", text}, {"tokens", Json::array({token})}, {"stop", false}});
     } else {
         route(text);
     }

@@ -82,11 +82,14 @@ const checks = {
       { model: 'k3', prompt: 'Once', max_tokens: 2000, stream: true, ignore_eos: true },
       { signal: controller.signal });
     let chunks = 0;
-    await assert.rejects(async () => {
+    try {  // the client's stream ends quietly on abort (or throws an abort error)
       for await (const chunk of stream) {
         if (++chunks === 2) controller.abort();
       }
-    }, (e) => e.name === 'AbortError' || e instanceof OpenAI.APIUserAbortError);
+    } catch (e) {
+      if (!(e.name === 'AbortError' || e instanceof OpenAI.APIUserAbortError)) throw e;
+    }
+    assert.ok(chunks < 100, `read ${chunks} chunks after aborting`);
     for (let i = 0; i < 100 && (await metric('k3_active_sequences')) > 0; ++i) await new Promise((r) => setTimeout(r, 50));
     assert.equal(await metric('k3_active_sequences'), 0);
     assert.ok((await metric('k3_generated_tokens_total')) - before < 2000, 'the generation ran to its end');

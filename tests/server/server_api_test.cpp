@@ -95,8 +95,10 @@ TEST_F(ServerTest, StreamedCompletionCarriesTheSameTokens) {
     std::vector<int32_t> tokens;
     std::vector<std::string> events = sse_events(reply.body);
     ASSERT_FALSE(events.empty());
-    for (const std::string& event : events)
-        for (int32_t id : json::parse(event)["tokens"]) tokens.push_back(id);
+    for (const std::string& event : events) {
+        const json parsed = json::parse(event);
+        for (int32_t id : parsed["tokens"]) tokens.push_back(id);
+    }
     EXPECT_EQ(tokens, c.generated);
     const json last = json::parse(events.back());
     EXPECT_EQ(last["stop"], true);
