@@ -1,0 +1,118 @@
+// Every SIMD dot kernel (and the matmul built on them) against the scalar reference, for each
+// weight type and for row lengths that exercise the vector tails.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+
+namespace k3::kernels {
+namespace {
+
+using tensor::Type;
+
+// A row of n weights of `type`, quantized from random normal values by the type's own encoder.
+std::vector<uint8_t> random_row(const tensor::TypeTraits& t, int64_t n, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(static_cast<size_t>(n));
+    for (float& v : values) v = normal(rng);
+    std::vector<uint8_t> bytes(tensor::row_bytes(t, n));
+    t.quantize_row(values.data(), bytes.data(), n);
+    return bytes;
+}
+
+std::vector<float> random_vector(int64_t n, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    return x;
+}
+
+// The exact value of the dot product: decoded weights times x, summed in double.
+double exact_dot(const tensor::TypeTraits& t, const uint8_t* row, const float* x, int64_t n) {
+    std::vector<float> w(static_cast<size_t>(n));
+    t.dequantize_row(row, w.data(), n);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += double(w[size_t(i)]) * x[i];
+    return sum;
+}
+
+const Type kTypes[] = {Type::F32,  Type::F16,  Type::BF16, Type::Q8_0, Type::MXFP4, Type::Q4_0,
+                       Type::Q5_0, Type::Q4_K, Type::Q6_K, Type::IQ4_NL};
+
+TEST(DotKernels, EveryIsaMatchesTheExactDotForEveryType) {
+    std::mt19937 rng(1);
+    for (Type type : kTypes) {
+        const tensor::TypeTraits& t = tensor::traits(type);
+        if (!t.dequantize_row || !t.quantize_row) continue;  // not decodable/encodable here yet
+        for (int64_t blocks : {1, 2, 3, 7}) {
+            const int64_t n = int64_t(t.block_size) * blocks * (t.block_size == 1 ? 37 : 1);  // 37: odd tails
+            const std::vector<uint8_t> row = random_row(t, n, rng);
+            const std::vector<float> x = random_vector(n, rng);
+            const double exact = exact_dot(t, row.data(), x.data(), n);
+            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+                const DotRowFn dot = dot_row_kernel(type, isa);
+                if (!isa_supported(isa)) {
+                    EXPECT_EQ(dot, nullptr);
+                    continue;
+                }
+                ASSERT_NE(dot, nullptr) << t.name << " " << isa_name(isa);
+                // f32 accumulation of n products of unit-scale values: error ~ sqrt(n) ulp.
+                EXPECT_NEAR(dot(row.data(), x.data(), n), exact, 1e-5 * double(n))
+                    << t.name << " n=" << n << " " << isa_name(isa);
+            }
+        }
+    }
+}
+
+TEST(DotKernels, F32PrimitivesHandleEveryTailLength) {
+    std::mt19937 rng(2);
+    for (int64_t n = 0; n <= 70; ++n) {
+        const std::vector<float> a = random_vector(n, rng), b = random_vector(n, rng);
+        double exact = 0.0;
+        for (int64_t i = 0; i < n; ++i) exact += double(a[size_t(i)]) * b[size_t(i)];
+        EXPECT_NEAR(dot_f32(a.data(), b.data(), n), exact, 1e-5) << n;
+        std::vector<float> y = b;
+        axpy_f32(0.5f, a.data(), y.data(), n);
+        for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(y[size_t(i)], b[size_t(i)] + 0.5f * a[size_t(i)]);
+    }
+}
+
+TEST(DotKernels, Mxfp4HalfScaleFollowsGgml) {
+    EXPECT_EQ(mxfp4_half_scale(0), std::ldexp(1.0f, -128));  // subnormal, not zero
+    EXPECT_EQ(mxfp4_half_scale(1), std::ldexp(1.0f, -127));
+    EXPECT_EQ(mxfp4_half_scale(127), 0.5f);
+    EXPECT_EQ(mxfp4_half_scale(128), 1.0f);
+    EXPECT_EQ(mxfp4_half_scale(254), std::ldexp(1.0f, 126));
+}
+
+TEST(Matmul, MatchesReferenceForEveryTokenCountAndType) {
+    std::mt19937 rng(3);
+    ThreadPool pool(3);
+    for (Type type : {Type::F32, Type::BF16, Type::Q8_0, Type::MXFP4, Type::Q4_K}) {
+        const tensor::TypeTraits& t = tensor::traits(type);
+        if (!t.dequantize_row || !t.quantize_row) continue;
+        const int64_t cols = 256, rows = 37;
+        std::vector<uint8_t> data;
+        for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<uint8_t> row = random_row(t, cols, rng);
+            data.insert(data.end(), row.begin(), row.end());
+        }
+        const MatrixView w{&t, data.data(), cols, rows, tensor::row_bytes(t, cols)};
+        for (int64_t n_tokens : {1, 2, 3, 9}) {
+            const int64_t x_stride = cols + 5, y_stride = rows + 3;  // strided rows
+            const std::vector<float> x = random_vector(n_tokens * x_stride, rng);
+            std::vector<float> y(size_t(n_tokens * y_stride), -1.0f), y_ref = y;
+            matmul(pool, w, x.data(), x_stride, n_tokens, y.data(), y_stride);
+            matmul_reference(w, x.data(), x_stride, n_tokens, y_ref.data(), y_stride);
+            for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 2e-3) << t.name << " " << n_tokens << " " << i;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace k3::kernels
