@@ -17,5 +17,6 @@ int run_bench(int argc, char** argv);
 int run_serve(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_quantize(int argc, char** argv);
+int run_mock(int argc, char** argv);
 
 }  // namespace k3::cli

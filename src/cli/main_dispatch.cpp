@@ -27,6 +27,7 @@ constexpr Subcommand kSubcommands[] = {
     {"serve", "serve a model over an OpenAI-compatible HTTP API (continuous batching)", run_serve},
     {"convert", "convert a Hugging Face K3 checkpoint (safetensors) to GGUF", run_convert},
     {"quantize", "re-encode a GGUF's tensors (F32, F16, BF16, Q8_0, MXFP4, K-quants)", run_quantize},
+    {"mock", "write a random-initialised K3-shaped model (--preset tiny|bench, shape options)", run_mock},
 };
 
 void print_help() {
