@@ -12,6 +12,7 @@ int run_run(int argc, char** argv);
 int run_chat(int argc, char** argv);
 int run_tokenize(int argc, char** argv);
 int run_detokenize(int argc, char** argv);
+int run_template(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_serve(int argc, char** argv);

@@ -24,6 +24,7 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", "prompt and generation tokens/s, peak memory, fraction of the bandwidth bound", run_bench},
     {"tokenize", "print the token ids of a text as JSON", run_tokenize},
     {"detokenize", "print the text of token ids", run_detokenize},
+    {"template", "render a chat template (a model's, or any file with JSON variables)", run_template},
     {"serve", "serve a model over an OpenAI-compatible HTTP API (continuous batching)", run_serve},
     {"convert", "convert a Hugging Face K3 checkpoint (safetensors) to GGUF", run_convert},
     {"quantize", "re-encode a GGUF's tensors (F32, F16, BF16, Q8_0, MXFP4, K-quants)", run_quantize},
