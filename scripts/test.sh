@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds k3 (Release) into build/ and runs the whole test suite.
+# The second set-up command: installs the dependencies (Debian packages, and the npm test
+# oracles pinned in tests/node), builds k3 (Release) into build/ and runs the whole test suite.
 #   scripts/test.sh                 configure, build everything, ctest
 #   BUILD_DIR=... CMAKE_ARGS=... scripts/test.sh   another build dir / extra cmake options
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ]; then scripts/install-deps.sh; else sudo -n scripts/install-deps.sh; fi
+scripts/install-test-deps.sh
 build_dir=${BUILD_DIR:-build}
 jobs=${JOBS:-2}
 # shellcheck disable=SC2086  # CMAKE_ARGS is a list of options
