@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "convert/progress.h"
+#include "convert/quant_mixture.h"
 #include "convert/tensor_plan.h"
 #include "convert/tensor_produce.h"
 #include "gguf/gguf_file.h"
@@ -30,7 +31,8 @@ bool is_plain_float(tensor::Type t) { return t == tensor::Type::F32 || t == tens
 
 std::string type_name(tensor::Type t) { return std::string(tensor::traits(t).name); }
 
-// The type one tensor is written as (see quantize.h for the rules).
+// The type one tensor is written as (see quantize.h for the rules); `target` is TYPE, or the
+// named mixture's choice for this tensor.
 tensor::Type choose_type(const gguf::TensorInfo& t, tensor::Type target, const std::vector<Rule>& rules, bool requantize) {
     std::optional<tensor::Type> wanted;
     for (const Rule& rule : rules) {
@@ -75,8 +77,29 @@ uint32_t file_type_for(tensor::Type type) {
     }
 }
 
+namespace {
+
+// llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model.
+std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in) {
+    MixtureModel model;
+    const std::string arch = in.get_string("general.architecture").value_or("kimi-k3");
+    model.n_layer = int(in.get_uint(arch + ".block_count").value_or(0));
+    model.n_expert = int(in.get_uint(arch + ".expert_count").value_or(0));
+    const std::vector<int64_t> n_head_kv = in.get_int_array(arch + ".attention.head_count_kv").value_or(std::vector<int64_t>{});
+    const int64_t n_head = int64_t(in.get_uint(arch + ".attention.head_count").value_or(0));
+    model.n_gqa = !n_head_kv.empty() && n_head_kv[0] > 0 ? int(n_head / n_head_kv[0]) : 0;
+    std::vector<MixtureTensor> tensors;
+    for (const gguf::TensorInfo& t : in.tensors()) tensors.push_back({t.name, t.ne, t.type});
+    std::vector<tensor::Type> types;
+    for (const TypeChoice& choice : QuantMixture(mixture, model, tensors).choices()) types.push_back(choice.type);
+    return types;
+}
+
+}  // namespace
+
 std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* progress) {
-    const tensor::Type target = encodable_type(options.type, "TYPE");
+    const std::optional<Mixture> mixture = parse_mixture(options.type);
+    const tensor::Type target = mixture ? tensor::Type::F32 : encodable_type(options.type, "TYPE");
     std::vector<Rule> rules;
     for (const auto& [pattern, type] : options.tensor_types) {
         try {
@@ -86,8 +109,10 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
         }
     }
     const std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(options.input_path);
+    const std::vector<tensor::Type> mixed = mixture ? mixture_types(*mixture, *in) : std::vector<tensor::Type>{};
     std::vector<tensor::Type> types;  // per input tensor, decided before anything is written
-    for (const gguf::TensorInfo& t : in->tensors()) types.push_back(choose_type(t, target, rules, options.requantize));
+    for (size_t i = 0; i < in->tensors().size(); ++i)
+        types.push_back(choose_type(in->tensors()[i], mixture ? mixed[i] : target, rules, options.requantize));
 
     gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes});
     for (const auto& [key, value] : in->metadata()) {
@@ -95,7 +120,7 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
         if (key.rfind("split.", 0) == 0 || key == "general.alignment") continue;
         writer.set(key, value);
     }
-    writer.set_u32("general.file_type", file_type_for(target));
+    writer.set_u32("general.file_type", mixture ? mixture_file_type(*mixture) : file_type_for(target));
     uint64_t total_bytes = 0;
     for (size_t i = 0; i < types.size(); ++i) {
         const gguf::TensorInfo& t = in->tensors()[i];

@@ -16,7 +16,7 @@ namespace k3::convert {
 
 struct QuantizeOptions {
     std::string input_path, output_path;
-    std::string type;                                              // e.g. "q8_0", "mxfp4"
+    std::string type;                                              // e.g. "q8_0", "mxfp4", or a mixture "Q4_K_M"
     std::vector<std::pair<std::string, std::string>> tensor_types;  // REGEX -> TYPE, first match wins
     bool requantize = false;
     uint64_t split_max_bytes = 0;

@@ -203,6 +203,7 @@ std::unique_ptr<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::st
         throw Error(dir + ": no model.safetensors.index.json or model.safetensors");
     }
 
+    checkpoint->by_name_.reserve(checkpoint->tensors_.size());
     for (size_t i = 0; i < checkpoint->tensors_.size(); ++i) {
         const SafeTensor& t = checkpoint->tensors_[i];
         const std::string& shard_path = checkpoint->shard_paths_[t.shard];
