@@ -1,6 +1,7 @@
 #include "text/output_markup.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "text/utf8.h"
 
@@ -99,6 +100,28 @@ void MarkupLexer::finish(std::vector<MarkupEvent>& events) {
     buffer_.clear();
     search_from_ = 0;
     in_tag_.reset();
+}
+
+std::string MarkerBreaker::push(std::string_view text) {
+    std::string buffer = std::exchange(held_, {}) + std::string(text);
+    std::string out;
+    size_t at = 0;
+    for (auto hit = find_marker(buffer, 0); hit; hit = find_marker(buffer, at)) {
+        out.append(buffer, at, hit->at + 1 - at);
+        out += "\xE2\x80\x8B";
+        at = hit->at + 1;
+    }
+    const size_t hold = marker_prefix_suffix(std::string_view(buffer).substr(at));
+    out.append(buffer, at, buffer.size() - at - hold);
+    held_ = buffer.substr(buffer.size() - hold);
+    return out;
+}
+
+std::string MarkerBreaker::finish() { return std::exchange(held_, {}); }
+
+std::string break_markers(std::string_view text) {
+    MarkerBreaker breaker;
+    return breaker.push(text) + breaker.finish();
 }
 
 std::optional<TagHeader> parse_tag_header(std::string_view header) {

@@ -39,6 +39,19 @@ private:
     std::optional<MarkupEvent::Kind> in_tag_;  // Open/Close: buffer_ holds that tag's header so far
 };
 
+// Text from which markers were deleted can have them again where its pieces join ("<|op" +
+// "en|>"). This passes text through with a U+200B (zero width space) put after the '<' of every
+// marker that appears, so none survives; a trailing marker prefix waits for the next text.
+class MarkerBreaker {
+public:
+    std::string push(std::string_view text);
+    std::string finish();  // what was held back
+
+private:
+    std::string held_;
+};
+std::string break_markers(std::string_view text);  // all at once
+
 // A tag header: `NAME KEY="VALUE" ...`, values unescaped (&quot; and &amp;, the template's
 // escape_attr). nullopt if it does not have that shape.
 struct TagHeader {

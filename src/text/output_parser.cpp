@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 namespace k3::text {
 namespace {
@@ -69,17 +70,25 @@ OutputDelta OutputParser::finish() {
     for (const MarkupEvent& event : events) on_event(event);
     settle_gap();
     if (state_ == State::Call || state_ == State::Argument || state_ == State::JsonArguments) abandon_call();
+    const std::string reasoning_rest = reasoning_breaker_.finish(), content_rest = content_breaker_.finish();
+    delta_.reasoning += reasoning_rest;
+    result_.reasoning += reasoning_rest;
+    delta_.content += content_rest;
+    result_.content += content_rest;
     return std::exchange(delta_, {});
 }
 
+// Both channels go through a MarkerBreaker: deleting markers may join text into new ones.
 void OutputParser::emit_reasoning(const std::string& text) {
-    delta_.reasoning += text;
-    result_.reasoning += text;
+    const std::string safe = reasoning_breaker_.push(text);
+    delta_.reasoning += safe;
+    result_.reasoning += safe;
 }
 
 void OutputParser::emit_content(const std::string& text) {
-    delta_.content += text;
-    result_.content += text;
+    const std::string safe = content_breaker_.push(text);
+    delta_.content += safe;
+    result_.content += safe;
 }
 
 void OutputParser::on_event(const MarkupEvent& event) {
@@ -226,7 +235,7 @@ void OutputParser::finish_argument() {
     const json* schema = nullptr;
     if (auto tool = parameter_schemas_.find(call_name_); tool != parameter_schemas_.end())
         if (auto parameter = tool->find(argument_key_); parameter != tool->end()) schema = &*parameter;
-    call_arguments_[argument_key_] = typed_value(value_, argument_type_, schema);
+    call_arguments_[argument_key_] = typed_value(break_markers(value_), argument_type_, schema);
     value_.clear();
     state_ = State::Call;
 }
@@ -234,6 +243,7 @@ void OutputParser::finish_argument() {
 void OutputParser::finish_call() {
     ToolCall call{call_name_, {}};
     if (has_json_block_) {
+        json_block_ = break_markers(json_block_);
         ordered_json block = ordered_json::parse(json_block_, nullptr, /*allow_exceptions=*/false);
         if (block.is_object()) {
             for (auto& [key, value] : call_arguments_.items()) block[key] = value;

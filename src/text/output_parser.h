@@ -85,6 +85,7 @@ private:
 
     nlohmann::json parameter_schemas_ = nlohmann::json::object();  // tool name -> properties
     MarkupLexer lexer_;
+    MarkerBreaker reasoning_breaker_, content_breaker_;
     State state_;
     std::string gap_;  // text between structural tags, judged when the next tag comes
     // The call being read: its tool, its arguments so far, and its raw text (markers deleted)

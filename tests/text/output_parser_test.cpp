@@ -226,6 +226,17 @@ TEST(OutputParser, MarkerPrefixesInTextAreText) {
     EXPECT_EQ(out.content, "x <|sep y<|open");
 }
 
+TEST(OutputParser, TextJoinedAcrossADeletedMarkerCannotFormOne) {
+    // "<<|open" + "<|open|>" (a tag that never gets its <|sep|>) + "|>..." would read "<<|open|>..."
+    // once the marker is gone; a zero width space after '<' keeps it plain text (found by fuzzing).
+    const ParsedOutput out = parse_all_ways("<<|open<|open|>|><|x|");
+    EXPECT_EQ(out.reasoning, "<<\u200B|open|><|x|");
+    const std::string call = "<|close|>think<|sep|><|open|>tools<|sep|><|open|>call tool=\"search\" index=\"1\"<|sep|>"
+                             "<|open|>argument key=\"query\" type=\"string\"<|sep|>a<|op<|close|>en|><|close|>argument<|sep|>";
+    const ParsedOutput broken = parse_all_ways(call);
+    EXPECT_EQ(broken.content, "call tool=\"search\" index=\"1\"argument key=\"query\" type=\"string\"a<\u200B|open|>argument");
+}
+
 TEST(OutputParser, MultiByteCharactersAreNeverSplitAcrossDeltas) {
     OutputParser parser(OutputStart::Response);
     const std::string text = "\xE4\xB8\x96\xE7\x95\x8C";  // 世界
