@@ -108,12 +108,12 @@ int run_bench(int argc, char** argv) {
         tg_rates.push_back(n_gen / seconds_since(start));
     }
     const double pp = median(pp_rates), tg = median(tg_rates);
+    const double peak = double(peak_resident_bytes());  // before the bandwidth probe's buffer
     const double bandwidth = measure_read_bandwidth(engine->n_threads());
     const double bytes_per_token = double(engine->weight_bytes_per_token());
     // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
     // what the memory system can deliver.
     const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
-    const double peak = double(peak_resident_bytes());
     if (json) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
