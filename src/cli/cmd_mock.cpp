@@ -106,7 +106,7 @@ int run_mock(int argc, char** argv) {
 
     CLI::App app{"Write a random-initialised Kimi-K3-shaped GGUF (for tests and benchmarks)."};
     app.add_option("-o,--output", output, "output GGUF path");
-    app.add_option("--preset", preset, "tiny (like fixtures/tiny-k3) or bench (n_embd 2048, 16 layers, ~2.5 GB)");
+    app.add_option("--preset", preset, "tiny (like fixtures/tiny-k3) or bench (n_embd 2048, 16 layers, ~3 GB)");
     app.add_option("--seed", seed, "random seed")->capture_default_str();
     app.add_option("--name", name, "general.name (default: mock-PRESET)");
     app.add_option("--embd", s.n_embd, "embedding_length")->capture_default_str();

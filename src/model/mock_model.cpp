@@ -60,14 +60,14 @@ MockShape mock_preset(const std::string& name) {
         s.n_embd = 2048;
         s.n_layer = 16;
         s.mla_every = 4;
-        s.n_head = 16;
+        s.n_head = 8;
         s.kda_head_dim = 128;
         s.q_lora_rank = 512;
         s.kv_lora_rank = 256;
         s.qk_nope_dim = 128;
         s.qk_rope_dim = 64;
         s.v_head_dim = 128;
-        s.n_ff = 8192;
+        s.n_ff = 5632;
         s.n_expert = 128;
         s.n_expert_used = 8;
         s.expert_ff = 768;

@@ -48,7 +48,7 @@ struct MockShape {
     void validate() const;
 };
 
-// "tiny" (the fixtures' tiny-k3 structure) or "bench" (~2.5 GB: n_embd 2048, 16 layers, 128
+// "tiny" (the fixtures' tiny-k3 structure) or "bench" (~2.9 GB: n_embd 2048, 16 layers, 128
 // experts). Throws k3::Error for another name.
 MockShape mock_preset(const std::string& name);
 
