@@ -140,7 +140,12 @@ public:
         if (line.empty()) return true;
         if (line[0] != '/') {
             messages_.push_back({{"role", "user"}, {"content", line}});
-            answer();
+            try {
+                answer();
+            } catch (const Error&) {
+                messages_.erase(messages_.size() - 1);  // unanswered: as if never sent
+                throw;
+            }
             return true;
         }
         const size_t space = line.find(' ');

@@ -36,13 +36,13 @@ struct RunOptions {
 };
 
 std::string read_prompt_text(const RunOptions& options) {
-    if (!options.prompt_file.empty()) {
+    if (!options.prompt_file.empty() && options.prompt_file != "-") {
         std::ifstream in(options.prompt_file, std::ios::binary);
         if (!in) throw Error("cannot read prompt file " + options.prompt_file);
         return std::string(std::istreambuf_iterator<char>(in), {});
     }
     if (!options.prompt.empty()) return options.prompt;
-    if (isatty(STDIN_FILENO))
+    if (options.prompt_file.empty() && isatty(STDIN_FILENO))
         throw Error("no prompt: give -p TEXT, --file FILE or --tokens IDS, or pipe the prompt on stdin");
     std::ostringstream text;
     text << std::cin.rdbuf();
@@ -101,7 +101,7 @@ int run_run(int argc, char** argv) {
     RunOptions options;
     add_generation_options(app, options.generation);
     CLI::Option* prompt_option = app.add_option("-p,--prompt", options.prompt, "the prompt text");
-    CLI::Option* file_option = app.add_option("-f,--file", options.prompt_file, "read the prompt from FILE");
+    CLI::Option* file_option = app.add_option("-f,--file", options.prompt_file, "read the prompt from FILE (- for stdin)");
     CLI::Option* tokens_option =
         app.add_option("--tokens", options.token_ids, "the prompt as comma-separated token ids (implies --raw)");
     prompt_option->excludes(file_option)->excludes(tokens_option);

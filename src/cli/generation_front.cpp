@@ -12,6 +12,16 @@ namespace k3::cli {
 
 using nlohmann::ordered_json;
 
+namespace {
+
+// The control tokens of K3's output markup, which the output parser reads.
+bool is_markup_marker(std::string_view text) {
+    return text == text::kOpenMarker || text == text::kCloseMarker || text == text::kSepMarker ||
+           text == text::kEndOfMessageMarker;
+}
+
+}  // namespace
+
 void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_option("-m,--model", options.model_path, "model GGUF (first part of a split model)")->required();
     app.add_option("-n,--n-predict", options.n_predict,
@@ -35,6 +45,7 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
                    "JSON object of extra chat-template variables, e.g. '{\"thinking_effort\":\"low\"}'");
     app.add_flag("--no-thinking", options.no_thinking, "answer without reasoning (template variable thinking=false)");
     app.add_flag("--no-reasoning", options.hide_reasoning, "do not show the reasoning");
+    app.add_flag("--special", options.show_special, "show control tokens such as <|reserved_token_0|> in the output");
     app.add_flag("-q,--quiet", options.quiet, "no tokens/s line on stderr");
 }
 
@@ -96,7 +107,8 @@ AnswerPrinter::AnswerPrinter(const text::Tokenizer& tokenizer, const GenerationO
     : tokenizer_(tokenizer),
       detokenizer_(tokenizer),
       stops_(options.stop_strings),
-      streams_(streams) {
+      streams_(streams),
+      show_special_(options.show_special) {
     if (chat) parser_.emplace(starts_thinking ? text::OutputStart::Think : text::OutputStart::Response);
 }
 
@@ -105,6 +117,8 @@ AnswerPrinter::~AnswerPrinter() = default;
 bool AnswerPrinter::push(int32_t id) {
     // An end-of-generation id only ends the answer; its text is not part of it.
     if (tokenizer_.is_end_of_generation(id)) return true;
+    if (tokenizer_.is_special(id) && !show_special_ && !(parser_ && is_markup_marker(tokenizer_.token_bytes(id))))
+        return true;
     show(stops_.push(detokenizer_.push(id)));
     return !stops_.stopped();
 }

@@ -41,7 +41,8 @@ struct GenerationOptions {
     std::string template_kwargs_json;
     bool no_thinking = false;
     bool hide_reasoning = false;
-    bool quiet = false;  // no tokens/s line
+    bool show_special = false;  // control tokens' text in the output (K3's markup is parsed anyway)
+    bool quiet = false;         // no tokens/s line
 };
 
 void add_generation_options(CLI::App& app, GenerationOptions& options);
@@ -105,6 +106,7 @@ private:
     text::StreamingDetokenizer detokenizer_;
     text::StopStringFilter stops_;
     AnswerStreams streams_;
+    bool show_special_;
     std::optional<text::OutputParser> parser_;  // chat only
     std::string text_;
     std::string reasoning_, answer_;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,23 @@ TEST(RunCommand, StreamsTextAndCutsAtStopString) {
     EXPECT_EQ(out["text"], text.substr(0, text.find(stop)));
     EXPECT_EQ(out["finish_reason"], "caller");
     EXPECT_LT(out["tokens"].size(), 32u);
+}
+
+// The `short` reference continuation holds id 1015, <|reserved_token_7|> (fixtures/README.md
+// §1): shown only with --special.
+TEST(RunCommand, ControlTokensShownOnlyWithSpecial) {
+    const json c = json::parse(testing::read_text(fixture("tiny-k3/cases.json")))["cases"][0];
+    const std::vector<std::string> args = {"run", "-m", model(), "--tokens", join_ids(c["prompt"]), "--temp", "0",
+                                           "-n", "32", "-q"};
+    ASSERT_NE(std::find(c["generated"].begin(), c["generated"].end(), 1015), c["generated"].end());
+    const CommandResult plain = run_k3(args);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out.find("<|reserved_token_"), std::string::npos) << plain.out;
+    std::vector<std::string> special_args = args;
+    special_args.push_back("--special");
+    const CommandResult special = run_k3(special_args);
+    ASSERT_EQ(special.exit_code, 0) << special.err;
+    EXPECT_NE(special.out.find("<|reserved_token_7|>"), std::string::npos) << special.out;
 }
 
 // tokenizer/tokenizer_cases.json: "Hello, World!" is [403,44,355,430,33].
