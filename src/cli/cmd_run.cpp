@@ -144,7 +144,10 @@ int run_run(int argc, char** argv) {
         runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
                           [&](int32_t id) { return printer.push(id); });
     printer.finish();
-    if (options.json) std::printf("%s\n", result_json(prompt, result, printer, chat).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    if (options.json) {
+        const ordered_json out = result_json(prompt, result, printer, chat);
+        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    }
     if (!options.generation.quiet) print_generation_stats(result.stats);
     return 0;
 }
