@@ -91,7 +91,8 @@ std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& i
     std::vector<MixtureTensor> tensors;
     for (const gguf::TensorInfo& t : in.tensors()) tensors.push_back({t.name, t.ne, t.type});
     std::vector<tensor::Type> types;
-    for (const TypeChoice& choice : QuantMixture(mixture, model, tensors).choices()) types.push_back(choice.type);
+    const QuantMixture plan(mixture, model, tensors);
+    for (const TypeChoice& choice : plan.choices()) types.push_back(choice.type);
     return types;
 }
 
