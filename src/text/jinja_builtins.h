@@ -23,7 +23,8 @@ DictData make_globals(const std::tm& now);
 // Sandboxed attribute / item access (Environment.getattr / getitem): methods of str, dict and
 // list; unsafe (mutating) methods give a SecurityError undefined; a missing one an undefined
 // that names it.
-Value get_attribute(const Value& object, const std::string& name);
+// with_items false is Python's getattr() alone (the attr filter): a dict's keys are not found.
+Value get_attribute(const Value& object, const std::string& name, bool with_items = true);
 Value get_item(const Value& object, const Value& key);
 
 // Python-style argument binding for builtins: the i-th positional or the keyword `name`.

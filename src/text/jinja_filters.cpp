@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <functional>
+#include <random>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -117,7 +118,46 @@ Value filter_dictsort(Renderer&, const Value& v, CallArgs& args) {
 
 Value filter_sort(Renderer&, const Value& v, CallArgs& args) {
     check_arguments("sort", args, 3, {"reverse", "case_sensitive", "attribute"});
-    return Value::list(sorted(iterate(v), sort_key(args, 1, 2), truthy(argument_or(args, 0, "reverse", Value(false)))));
+    const bool reverse = truthy(argument_or(args, 0, "reverse", Value(false)));
+    std::optional<Value> attribute = argument(args, 2, "attribute");
+    if (!attribute || !attribute->is_string() || attribute->as_string().find(',') == std::string::npos)
+        return Value::list(sorted(iterate(v), sort_key(args, 1, 2), reverse));
+    // make_multi_attrgetter: "age,name" sorts by the list [age, name].
+    std::vector<Getter> getters;
+    for (const std::string& part : py_split(attribute->as_string(), std::string(","), -1, false)) {
+        CallArgs one;
+        one.keyword = {{"case_sensitive", argument_or(args, 1, "case_sensitive", Value(false))}, {"attribute", Value(part)}};
+        getters.push_back(sort_key(one, 99, 99));
+    }
+    return Value::list(sorted(iterate(v),
+                              [getters](const Value& item) {
+                                  std::vector<Value> keys;
+                                  for (const Getter& g : getters) keys.push_back(g(item));
+                                  return Value::list(std::move(keys));
+                              },
+                              reverse));
+}
+
+Value filter_filesizeformat(Renderer&, const Value& v, CallArgs& args) {
+    check_arguments("filesizeformat", args, 1, {"binary"});
+    const bool binary = truthy(argument_or(args, 0, "binary", Value(false)));
+    if (!v.is_number()) type_error("float() argument must be a string or a real number, not '" + type_name(v) + "'");
+    const double bytes = v.as_double();
+    const double base = binary ? 1024 : 1000;
+    static const char* const kBinary[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    static const char* const kDecimal[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+    if (bytes == 1) return Value("1 Byte");
+    if (bytes < base) return Value(std::to_string(static_cast<int64_t>(bytes)) + " Bytes");
+    double unit = base;
+    const char* prefix = "";
+    for (int i = 0; i < 8; ++i) {
+        unit = std::pow(base, i + 2);
+        prefix = binary ? kBinary[i] : kDecimal[i];
+        if (bytes < unit) break;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, prefix);
+    return Value(buf);
 }
 
 Value filter_unique(Renderer&, const Value& v, CallArgs& args) {
@@ -409,8 +449,10 @@ const std::unordered_map<std::string, FilterFn>& filters() {
              if (!v.is_number()) type_error("bad operand type for abs(): '" + type_name(v) + "'");
              return v.is_float() ? Value(std::fabs(v.as_double())) : Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
          }},
+        // getattr() only: unlike obj.name, a dict's keys are not attributes here.
         {"attr", [](Renderer&, const Value& v, CallArgs& args) {
-             return get_attribute(v.is_undefined() ? (v.raise_undefined(), v) : v, to_str(argument_or(args, 0, "name", Value(""))));
+             if (v.is_undefined()) v.raise_undefined();
+             return get_attribute(v, to_str(argument_or(args, 0, "name", Value(""))), false);
          }},
         {"batch", filter_batch},
         {"capitalize", [](Renderer& r, const Value& v, CallArgs& a) { return call_str_method(r, v, "capitalize", a); }},
@@ -421,6 +463,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
         {"dictsort", filter_dictsort},
         {"e", [](Renderer&, const Value& v, CallArgs&) { return v.is_markup() ? v : Value(html_escape(to_str(v)), true); }},
         {"escape", [](Renderer&, const Value& v, CallArgs&) { return v.is_markup() ? v : Value(html_escape(to_str(v)), true); }},
+        {"filesizeformat", filter_filesizeformat},
         {"first", filter_first},
         {"float", filter_float},
         {"forceescape", [](Renderer&, const Value& v, CallArgs&) { return Value(html_escape(to_str(v)), true); }},
@@ -436,6 +479,12 @@ const std::unordered_map<std::string, FilterFn>& filters() {
         {"map", filter_map},
         {"max", filter_max},
         {"min", filter_min},
+        {"random", [](Renderer&, const Value& v, CallArgs&) {
+             const std::vector<Value> items = iterate(v);
+             if (items.empty()) return Value::undefined("No random item, sequence was empty.");
+             static thread_local std::mt19937_64 rng{std::random_device{}()};
+             return items[std::uniform_int_distribution<size_t>(0, items.size() - 1)(rng)];
+         }},
         {"reject", [](Renderer& r, const Value& v, CallArgs& a) { return select_items(r, v, a, false, false); }},
         {"rejectattr", [](Renderer& r, const Value& v, CallArgs& a) { return select_items(r, v, a, true, false); }},
         {"replace", filter_replace},

@@ -27,7 +27,7 @@ double modulo_operand(const Value& v) {
 
 bool same_object(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
-    if (a.is_object()) return a.object_identity() == b.object_identity();
+    if (a.identity()) return a.identity() == b.identity();
     if (a.is_none() || a.is_bool() || a.is_int() || a.is_undefined()) return equals(a, b);
     return false;
 }
@@ -63,7 +63,7 @@ const std::unordered_map<std::string, TestFn>& tests() {
              return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
          }},
         {"sequence", [](Renderer&, const Value& v, CallArgs&) {
-             return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
+             return v.is_undefined() || v.is_string() || (v.is_list() && !v.is_view()) || v.is_dict();
          }},
         {"lower", [](Renderer&, const Value& v, CallArgs&) {
              const std::string s = to_str(v);

@@ -5,6 +5,7 @@
 
 #include "text/jinja_error.h"
 #include "text/jinja_strings.h"
+#include "text/jinja_value.h"
 
 namespace k3::jinja {
 namespace {
@@ -387,7 +388,7 @@ private:
     static std::string repr_char(char32_t c) {
         std::string s;
         append_utf8(s, c);
-        return "'" + s + "'";
+        return repr_string(s);
     }
 
     std::string src_;

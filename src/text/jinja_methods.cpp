@@ -290,7 +290,7 @@ const std::unordered_map<std::string, MethodFn>& str_methods() {
 Value dict_items(const Value& self, const CallArgs&) {
     std::vector<Value> pairs;
     for (const auto& [k, v] : self.as_dict().items) pairs.push_back(Value::list({k, v}, true));
-    return Value::list(std::move(pairs));
+    return Value::dict_view(std::move(pairs), "dict_items");
 }
 
 const std::unordered_map<std::string, MethodFn>& dict_methods() {
@@ -302,11 +302,11 @@ const std::unordered_map<std::string, MethodFn>& dict_methods() {
              return found ? *found : argument_or(a, 1, "default", Value::none());
          }},
         {"items", dict_items},
-        {"keys", [](const Value& self, const CallArgs&) { return Value::list(iterate(self)); }},
+        {"keys", [](const Value& self, const CallArgs&) { return Value::dict_view(iterate(self), "dict_keys"); }},
         {"values", [](const Value& self, const CallArgs&) {
              std::vector<Value> values;
              for (const auto& item : self.as_dict().items) values.push_back(item.second);
-             return Value::list(std::move(values));
+             return Value::dict_view(std::move(values), "dict_values");
          }},
         {"copy", [](const Value& self, const CallArgs&) { return self; }},
     };
@@ -354,17 +354,18 @@ Value missing_element(const Value& object, const Value& key) {
 
 }  // namespace
 
-Value get_attribute(const Value& object, const std::string& name) {
+Value get_attribute(const Value& object, const std::string& name, bool with_items) {
     switch (object.kind()) {
         case Value::Kind::Undefined: object.raise_undefined();
         case Value::Kind::String: return method_or_missing(object, name, str_methods());
         case Value::Kind::List:
+            if (object.is_view()) return method_or_missing(object, name, {});
             if (!object.as_list().is_tuple && kUnsafeListMethods.count(name)) return unsafe(object, name);
             return method_or_missing(object, name, list_methods());
         case Value::Kind::Dict: {
             if (dict_methods().count(name)) return method_or_missing(object, name, dict_methods());
             if (kUnsafeDictMethods.count(name)) return unsafe(object, name);
-            const Value* v = object.as_dict().find(std::string_view(name));
+            const Value* v = with_items ? object.as_dict().find(std::string_view(name)) : nullptr;
             return v ? *v : Value::undefined("'dict object' has no attribute '" + name + "'");
         }
         case Value::Kind::Object: return object.as_object().get_attr(name);
@@ -377,6 +378,7 @@ Value get_item(const Value& object, const Value& key) {
         case Value::Kind::Undefined: object.raise_undefined();
         case Value::Kind::String:
         case Value::Kind::List: {
+            if (object.is_view()) return missing_element(object, key);
             if (key.is_integral()) {
                 int64_t i = key.as_int();
                 if (object.is_list()) {

@@ -118,12 +118,12 @@ Value binary_operator(const std::string& op, const Value& a, const Value& b, con
             renderer.check_size(a.as_string().size() + b.as_string().size());
             return Value(a.as_string() + b.as_string());
         }
-        if (a.is_list() && b.is_list() && a.as_list().is_tuple == b.as_list().is_tuple) {
+        if (a.is_list() && b.is_list() && !a.is_view() && !b.is_view() && a.as_list().is_tuple == b.as_list().is_tuple) {
             std::vector<Value> items = a.as_list().items;
             items.insert(items.end(), b.as_list().items.begin(), b.as_list().items.end());
             return Value::list(std::move(items), a.as_list().is_tuple);
         }
-        if (a.is_string() || a.is_list())
+        if (a.is_string() || (a.is_list() && !a.is_view()))
             type_error("can only concatenate " + type_name(a) + " (not \"" + type_name(b) + "\") to " + type_name(a));
         unsupported(op, a, b);
     }

@@ -16,7 +16,7 @@ using TT = Token::Type;
 
 // Deeper expression nesting than this is refused rather than risking the C++ stack
 // (Jinja2 itself hits Python's recursion limit far earlier).
-constexpr int kMaxExpressionDepth = 200;
+constexpr int kMaxExpressionDepth = 300;
 
 ExprPtr make_expr(ExprKind kind, int line) {
     auto e = std::make_unique<Expr>();

@@ -412,13 +412,15 @@ Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
                 for (int64_t i : slice_indices(static_cast<int64_t>(text.size()), bounds[0], bounds[1], bounds[2])) picked.push_back(text[i]);
                 return Value(utf8_encode(picked), object.is_markup());
             }
-            if (object.is_list()) {
+            if (object.is_list() && !object.is_view()) {
                 const auto& items = object.as_list().items;
                 std::vector<Value> picked;
                 for (int64_t i : slice_indices(static_cast<int64_t>(items.size()), bounds[0], bounds[1], bounds[2])) picked.push_back(items[i]);
                 return Value::list(std::move(picked), object.as_list().is_tuple);
             }
-            return Value::undefined(std::string("'") + object_type_repr(object) + "' object is not subscriptable");
+            // Jinja2 compiles a slice to a plain Python subscript (no sandbox getitem fallback).
+            if (object.is_dict()) type_error("unhashable type: 'slice'");
+            type_error(std::string("'") + type_name(object) + "' object is not subscriptable");
         }
         case ExprKind::Call: return eval_call(e, scope);
         case ExprKind::Filter: {

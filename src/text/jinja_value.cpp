@@ -18,22 +18,62 @@ Value Value::undefined(std::string hint, std::string error_kind) {
     return v;
 }
 
+namespace {
+
+int checked_depth(int inner) {
+    if (inner + 1 > kMaxNesting)
+        raise("RecursionError", "maximum recursion depth exceeded (values nested deeper than " +
+                                    std::to_string(kMaxNesting) + " levels)");
+    return inner + 1;
+}
+
+int deepest(const std::vector<Value>& items) {
+    int d = 0;
+    for (const Value& item : items) d = std::max(d, item.nesting());
+    return d;
+}
+
+}  // namespace
+
 Value Value::list(std::vector<Value> items, bool is_tuple) {
+    return dict_view(std::move(items), "", is_tuple);
+}
+
+Value Value::dict_view(std::vector<Value> items, std::string view, bool is_tuple) {
+    const int depth = checked_depth(deepest(items));
     Value v;
-    v.data_ = std::make_shared<const ListData>(ListData{std::move(items), is_tuple});
+    v.data_ = std::make_shared<const ListData>(ListData{std::move(items), is_tuple, std::move(view), depth});
     return v;
 }
 
 Value Value::dict(DictData dict) {
+    int inner = 0;
+    for (const auto& [key, value] : dict.items) inner = std::max({inner, key.nesting(), value.nesting()});
+    dict.depth = checked_depth(inner);
     Value v;
     v.data_ = std::make_shared<const DictData>(std::move(dict));
     return v;
+}
+
+int Value::nesting() const {
+    if (is_list()) return as_list().depth;
+    if (is_dict()) return as_dict().depth;
+    return 0;
 }
 
 Value Value::object(std::shared_ptr<Object> object) {
     Value v;
     v.data_ = std::move(object);
     return v;
+}
+
+const void* Value::identity() const {
+    switch (kind()) {
+        case Kind::List: return std::get<std::shared_ptr<const ListData>>(data_).get();
+        case Kind::Dict: return std::get<std::shared_ptr<const DictData>>(data_).get();
+        case Kind::Object: return std::get<std::shared_ptr<Object>>(data_).get();
+        default: return nullptr;
+    }
 }
 
 int64_t Value::as_int() const { return is_bool() ? int64_t{as_bool()} : std::get<int64_t>(data_); }
@@ -184,7 +224,8 @@ std::string to_repr(const Value& v) {
                 out += to_repr(list.items[i]);
             }
             if (list.is_tuple && list.items.size() == 1) out += ",";
-            return out + (list.is_tuple ? ')' : ']');
+            out += list.is_tuple ? ')' : ']';
+            return list.view.empty() ? out : list.view + "(" + out + ")";
         }
         case Value::Kind::Dict: {
             std::string out = "{";
@@ -209,7 +250,9 @@ std::string type_name(const Value& v) {
         case Value::Kind::Int: return "int";
         case Value::Kind::Float: return "float";
         case Value::Kind::String: return v.is_markup() ? "Markup" : "str";
-        case Value::Kind::List: return v.as_list().is_tuple ? "tuple" : "list";
+        case Value::Kind::List:
+            if (v.is_view()) return v.as_list().view;
+            return v.as_list().is_tuple ? "tuple" : "list";
         case Value::Kind::Dict: return "dict";
         case Value::Kind::Object: return v.as_object().type_name();
     }
@@ -252,7 +295,7 @@ bool equals(const Value& a, const Value& b) {
         case Value::Kind::List: {
             const ListData& x = a.as_list();
             const ListData& y = b.as_list();
-            if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
+            if (x.is_tuple != y.is_tuple || x.view != y.view || x.items.size() != y.items.size()) return false;
             for (size_t i = 0; i < x.items.size(); ++i)
                 if (!equals(x.items[i], y.items[i])) return false;
             return true;
@@ -267,7 +310,7 @@ bool equals(const Value& a, const Value& b) {
             }
             return true;
         }
-        case Value::Kind::Object: return a.object_identity() == b.object_identity();
+        case Value::Kind::Object: return a.identity() == b.identity();
         default: return false;
     }
 }
@@ -377,7 +420,11 @@ Value make_markup_concat(const Value& a, const Value& b) {
 
 // ---- JSON ----
 
-Value from_json(const nlohmann::ordered_json& json) {
+namespace {
+
+Value from_json_at(const nlohmann::ordered_json& json, int depth) {
+    if (depth > kMaxNesting)
+        throw k3::Error("template variables nest deeper than " + std::to_string(kMaxNesting) + " levels");
     switch (json.type()) {
         case nlohmann::ordered_json::value_t::null: return Value::none();
         case nlohmann::ordered_json::value_t::boolean: return Value(json.get<bool>());
@@ -392,18 +439,22 @@ Value from_json(const nlohmann::ordered_json& json) {
         case nlohmann::ordered_json::value_t::array: {
             std::vector<Value> items;
             items.reserve(json.size());
-            for (const auto& item : json) items.push_back(from_json(item));
+            for (const auto& item : json) items.push_back(from_json_at(item, depth + 1));
             return Value::list(std::move(items));
         }
         case nlohmann::ordered_json::value_t::object: {
             DictData dict;
             dict.items.reserve(json.size());
-            for (const auto& [key, value] : json.items()) dict.items.emplace_back(Value(key), from_json(value));
+            for (const auto& [key, value] : json.items()) dict.items.emplace_back(Value(key), from_json_at(value, depth + 1));
             return Value::dict(std::move(dict));
         }
         default: type_error("unsupported JSON value (binary)");
     }
 }
+
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 1); }
 
 namespace {
 
@@ -480,6 +531,7 @@ void dump(std::string& out, const Value& v, const JsonOptions& options, int leve
         case Value::Kind::Float: out += json_float(v.as_double()); return;
         case Value::Kind::String: dump_string(out, v.as_string(), options.ensure_ascii); return;
         case Value::Kind::List: {
+            if (v.is_view()) type_error("Object of type " + v.as_list().view + " is not JSON serializable");
             const auto& items = v.as_list().items;
             open_container('[', items.size(), [&](size_t i) { dump(out, items[i], options, level + 1); });
             out.push_back(']');

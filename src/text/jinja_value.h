@@ -25,11 +25,14 @@ class Renderer;
 struct ListData {
     std::vector<Value> items;
     bool is_tuple = false;
+    std::string view;  // "dict_items" / "dict_keys" / "dict_values": a dict view, not a list
+    int depth = 1;     // containers nested inside, this one included
 };
 
 // A Python dict: keys compare with Python's == (1 == 1.0 == True), iteration in insertion order.
 struct DictData {
     std::vector<std::pair<Value, Value>> items;
+    int depth = 1;  // containers nested inside, this one included (set by Value::dict)
     const Value* find(const Value& key) const;
     const Value* find(std::string_view key) const;
     void set(Value key, Value value);  // replaces the value of an existing key in place
@@ -61,6 +64,10 @@ public:
     virtual void release() {}
 };
 
+// Containers nest at most this deep (Python's repr and json.dumps stop near 1000 too), so
+// printing, comparing and freeing a value never exhausts the stack.
+constexpr int kMaxNesting = 1000;
+
 class Value {
 public:
     enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Object };
@@ -75,6 +82,7 @@ public:
     Value(std::string s, bool markup = false) : data_(std::move(s)), markup_(markup) {}
     Value(const char* s) : data_(std::string(s)) {}
     static Value list(std::vector<Value> items, bool is_tuple = false);
+    static Value dict_view(std::vector<Value> items, std::string view, bool is_tuple = false);
     static Value dict(DictData dict);
     static Value object(std::shared_ptr<Object> object);
 
@@ -86,6 +94,7 @@ public:
     bool is_float() const { return kind() == Kind::Float; }
     bool is_string() const { return kind() == Kind::String; }
     bool is_list() const { return kind() == Kind::List; }
+    bool is_view() const { return is_list() && !as_list().view.empty(); }
     bool is_dict() const { return kind() == Kind::Dict; }
     bool is_object() const { return kind() == Kind::Object; }
     bool is_number() const { return is_bool() || is_int() || is_float(); }  // Python Number
@@ -103,7 +112,9 @@ public:
     T* object_as() const {
         return is_object() ? dynamic_cast<T*>(&as_object()) : nullptr;
     }
-    const Object* object_identity() const { return is_object() ? &as_object() : nullptr; }
+    // What Python's `is` compares for containers and objects (null for scalars).
+    const void* identity() const;
+    int nesting() const;  // 0 for a scalar
 
     // The message an operation on this undefined raises, and raising it.
     std::string undefined_hint() const;
