@@ -10,5 +10,5 @@ cmake --build build -j "${JOBS:-2}" --target k3
 mkdir -p models
 model=models/mock-tiny.gguf
 [ -f "$model" ] || build/k3 mock --preset tiny --seed 1 -o "$model"
-build/k3 info "$model" | head -n 20
-build/k3 run -m "$model" -p "Hello! What can you do?" -n 48 --seed 1
+build/k3 info "$model"
+build/k3 run -m "$model" --no-thinking -p "Hello! What can you do?" -n 48 --seed 1
