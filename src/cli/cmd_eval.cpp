@@ -8,39 +8,13 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generation_front.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "util/error.h"
 
 namespace k3::cli {
-
-namespace {
-
-std::vector<int32_t> parse_token_list(const std::string& text) {
-    std::vector<int32_t> tokens;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        size_t end = text.find(',', pos);
-        if (end == std::string::npos) end = text.size();
-        const std::string item = text.substr(pos, end - pos);
-        size_t used = 0;
-        long long value = -1;
-        try {
-            value = std::stoll(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used == 0 || used != item.size() || value < 0 || value > INT32_MAX)
-            throw Error("--tokens: '" + item + "' is not a token id");
-        tokens.push_back(int32_t(value));
-        pos = end + 1;
-    }
-    if (tokens.empty()) throw Error("--tokens: no token ids given");
-    return tokens;
-}
-
-}  // namespace
 
 int run_eval(int argc, char** argv) {
     CLI::App app{"Evaluate a token sequence: float32 logits for every position, optional greedy continuation",
@@ -64,7 +38,6 @@ int run_eval(int argc, char** argv) {
         ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));
     CLI11_PARSE(app, argc, argv);
 
-    const std::vector<int32_t> tokens = parse_token_list(tokens_text);
     runtime::EngineOptions options;
     options.n_threads = threads;
     options.kda_mode = kda == "recurrent" ? model::KdaMode::recurrent
@@ -83,6 +56,7 @@ int run_eval(int argc, char** argv) {
         };
     }
     auto engine = runtime::Engine::load(model_path, options);
+    const std::vector<int32_t> tokens = parse_token_ids(tokens_text, engine->n_vocab());
     auto session = engine->new_session();
     const size_t V = size_t(engine->n_vocab());
 
