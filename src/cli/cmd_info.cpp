@@ -153,7 +153,8 @@ json build_report(const gguf::GgufFile& file, bool with_tensors) {
     }
     json types = json::object();
     for (const auto& [name, totals] : by_type)
-        types[name] = {{"count", totals.count}, {"bytes", totals.bytes}, {"parameters", totals.parameters}};
+        types[name] = {{"count", totals.count}, {"bytes", totals.bytes}, {"parameters", totals.parameters},
+                       {"bits_per_weight", totals.parameters ? 8.0 * double(totals.bytes) / double(totals.parameters) : 0.0}};
     report["tensor_count"] = file.tensors().size();
     report["parameter_count"] = parameters;
     report["tensor_bytes"] = bytes;
@@ -206,9 +207,11 @@ void print_text(const gguf::GgufFile& file, const json& r) {
                 static_cast<unsigned long long>(r["parameter_count"].get<uint64_t>()),
                 util::format_byte_size(r["tensor_bytes"].get<uint64_t>()).c_str());
     for (const auto& [type, totals] : r["types"].items())
-        std::printf("  %-8s %6llu tensors  %14llu params  %s\n", type.c_str(), static_cast<unsigned long long>(totals["count"].get<uint64_t>()),
+        std::printf("  %-8s %6llu tensors  %14llu params  %12s  %6.3f bits/weight\n", type.c_str(),
+                    static_cast<unsigned long long>(totals["count"].get<uint64_t>()),
                     static_cast<unsigned long long>(totals["parameters"].get<uint64_t>()),
-                    util::format_byte_size(totals["bytes"].get<uint64_t>()).c_str());
+                    util::format_byte_size(totals["bytes"].get<uint64_t>()).c_str(),
+                    totals["bits_per_weight"].get<double>());
 
     if (r.contains("tensors")) {
         std::printf("\n%-40s %-8s %-26s %14s %14s\n", "name", "type", "shape", "bytes", "offset");

@@ -101,6 +101,18 @@ TEST(Info, TensorListingOfTheQuantZoo) {
     EXPECT_EQ(info["parameter_count"], 15 * 512 * 64);
 }
 
+// Bits per weight follow from the block geometry of spec §9 (bytes per block × 8 / elements):
+// Q4_K 144 B / 256, Q6_K 210 B / 256, Q5_0 22 B / 32, F32 4 B / 1.
+TEST(Info, BitsPerWeightOfEachTypeInTheQ4KMMixture) {
+    const testing::CommandResult r = testing::run_k3({"info", testing::fixture("tiny-k3-q4k/model.gguf"), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json types = json::parse(r.out)["types"];
+    EXPECT_DOUBLE_EQ(types["q4_K"]["bits_per_weight"].get<double>(), 144.0 * 8 / 256);
+    EXPECT_DOUBLE_EQ(types["q6_K"]["bits_per_weight"].get<double>(), 210.0 * 8 / 256);
+    EXPECT_DOUBLE_EQ(types["q5_0"]["bits_per_weight"].get<double>(), 22.0 * 8 / 32);
+    EXPECT_DOUBLE_EQ(types["f32"]["bits_per_weight"].get<double>(), 32.0);
+}
+
 TEST(Info, MissingFileAndBadArgumentsFailCleanly) {
     testing::CommandResult r = testing::run_k3({"info", "/nonexistent/model.gguf"});
     EXPECT_EQ(r.exit_code, 1);
