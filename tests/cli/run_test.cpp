@@ -25,7 +25,10 @@ const std::string& model() {
 
 std::string join_ids(const json& ids) {
     std::string text;
-    for (const json& id : ids) text += (text.empty() ? "" : ",") + std::to_string(id.get<int>());
+    for (const json& id : ids) {
+        if (!text.empty()) text += ',';
+        text += std::to_string(id.get<int>());
+    }
     return text;
 }
 

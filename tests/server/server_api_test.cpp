@@ -69,7 +69,10 @@ TEST_F(ServerTest, GreedyCompletionEqualsLlamaCppReference) {
 TEST_F(ServerTest, GreedyCompletionEqualsK3Eval) {
     const GreedyCase c = fixture_cases()[1];
     std::string ids;
-    for (int32_t id : c.prompt) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    for (int32_t id : c.prompt) {
+        if (!ids.empty()) ids += ',';
+        ids += std::to_string(id);
+    }
     const CommandResult eval = run_k3({"eval", "-m", kModel, "--tokens", ids, "--greedy", "32", "-t", "2"});
     ASSERT_EQ(eval.exit_code, 0) << eval.err;
     EXPECT_EQ(greedy_tokens(port(), c.prompt, 32), json::parse(eval.out).get<std::vector<int32_t>>());
