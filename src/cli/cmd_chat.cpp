@@ -171,8 +171,7 @@ public:
 
     // Answers the conversation as it stands (its last message is usually the user's).
     void answer() {
-        const std::string prompt = prompter_.render(messages_);
-        const std::vector<int32_t> ids = tokenizer_.encode(prompt, /*parse_special=*/true);
+        const std::vector<int32_t> ids = prompter_.render(messages_).ids;
         AnswerStreams streams;
         const bool hide = options_.hide_reasoning;
         streams.reasoning = hide ? nullptr : interactive_ ? stdout : stderr;

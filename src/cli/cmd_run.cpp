@@ -64,8 +64,14 @@ Prompt build_prompt(const RunOptions& options, const ChatPrompter* prompter, con
         return prompt;
     }
     const std::string text = read_prompt_text(options);
+    if (prompter) {
+        text::ChatPrompt rendered = prompter->render(prompter->first_messages(text));
+        prompt.text = std::move(rendered.text);
+        prompt.ids = std::move(rendered.ids);
+        return prompt;
+    }
     // A raw prompt may spell control tokens, e.g. "[BOS]".
-    prompt.text = prompter ? prompter->render(prompter->first_messages(text)) : text;
+    prompt.text = text;
     prompt.ids = tokenizer.encode(prompt.text, /*parse_special=*/true);
     return prompt;
 }

@@ -64,7 +64,7 @@ runtime::GenerationParams generation_params(const GenerationOptions& options, co
 
 ChatPrompter::ChatPrompter(const gguf::GgufFile& file, const text::Tokenizer& tokenizer,
                            const GenerationOptions& options)
-    : system_(options.system) {
+    : tokenizer_(tokenizer), system_(options.system) {
     std::optional<std::string> source = file.get_string("tokenizer.chat_template");
     if (!source) {
         std::fprintf(stderr, "note: %s has no tokenizer.chat_template; using the bundled Kimi-K3 template\n",
@@ -90,8 +90,8 @@ ChatPrompter::ChatPrompter(const gguf::GgufFile& file, const text::Tokenizer& to
     if (vocab.eos_id) eos_text_ = std::string(tokenizer.token_bytes(*vocab.eos_id));
 }
 
-std::string ChatPrompter::render(const ordered_json& messages) const {
-    return template_->render(text::chat_variables(messages, ordered_json::array(), /*add_generation_prompt=*/true,
+text::ChatPrompt ChatPrompter::render(const ordered_json& messages) const {
+    return text::render_chat_prompt(*template_, tokenizer_, text::chat_variables(messages, ordered_json::array(), /*add_generation_prompt=*/true,
                                                   bos_text_, eos_text_, extra_));
 }
 

@@ -14,6 +14,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/generation.h"
+#include "text/chat_prompt.h"
 #include "text/chat_template.h"
 #include "text/output_parser.h"
 #include "text/stop_strings.h"
@@ -56,14 +57,16 @@ class ChatPrompter {
 public:
     ChatPrompter(const gguf::GgufFile& file, const text::Tokenizer& tokenizer, const GenerationOptions& options);
 
-    // The prompt for `messages` (a JSON array) followed by the assistant's generation prompt.
-    std::string render(const nlohmann::ordered_json& messages) const;
+    // The prompt for `messages` (a JSON array) followed by the assistant's generation prompt;
+    // special-token text inside the messages stays plain text.
+    text::ChatPrompt render(const nlohmann::ordered_json& messages) const;
     // Whether the generation prompt opens a think section (K3 with thinking on, the default).
     bool thinking() const { return thinking_; }
     // messages = [system (if given), user `text`].
     nlohmann::ordered_json first_messages(const std::string& text) const;
 
 private:
+    const text::Tokenizer& tokenizer_;
     std::optional<text::ChatTemplate> template_;
     nlohmann::ordered_json extra_;  // template variables beyond messages (thinking, ...)
     std::string bos_text_, eos_text_;

@@ -7,6 +7,7 @@
 #include "runtime/engine.h"
 #include "server/generation_sink.h"
 #include "text/bundled_template.h"
+#include "text/chat_prompt.h"
 
 namespace k3::server {
 
@@ -91,10 +92,11 @@ Reply Api::route(const HttpRequest& request) {
     throw ApiError(404, "no such endpoint: " + path, "not_found");
 }
 
-std::string Api::render_chat(const ChatInput& input) const {
-    return template_->render(
-        text::chat_variables(input.messages, input.tools, /*add_generation_prompt=*/true, bos_text_, eos_text_,
-                             input.template_extra));
+std::vector<int32_t> Api::encode_chat(const ChatInput& input) const {
+    return text::render_chat_prompt(*template_, tokenizer_,
+                                    text::chat_variables(input.messages, input.tools, /*add_generation_prompt=*/true,
+                                                         bos_text_, eos_text_, input.template_extra))
+        .ids;
 }
 
 // Text pieces may carry control tokens (as llama.cpp's completion prompts do); ids pass as given.
@@ -118,7 +120,7 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
     std::vector<int32_t> prompt;
     if (endpoint == Endpoint::chat) {
         chat = parse_chat_input(body);
-        prompt = tokenizer_.encode(render_chat(*chat), /*parse_special=*/true);
+        prompt = encode_chat(*chat);
     } else {
         prompt = encode_prompt(parse_prompt(body, "prompt"));
     }

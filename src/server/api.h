@@ -39,7 +39,8 @@ private:
     Reply route(const HttpRequest& request);
     Reply generate(const HttpRequest& request, Endpoint endpoint);
     std::vector<int32_t> encode_prompt(const std::vector<PromptPiece>& pieces) const;
-    std::string render_chat(const ChatInput& input) const;
+    // The chat rendered and tokenized; special-token text inside messages stays plain text.
+    std::vector<int32_t> encode_chat(const ChatInput& input) const;
     HttpResponse tokenize(const HttpRequest& request) const;
     HttpResponse detokenize(const HttpRequest& request) const;
     HttpResponse models() const;

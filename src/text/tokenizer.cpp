@@ -216,6 +216,12 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special)
     return out;
 }
 
+std::string_view Tokenizer::special_text_at(std::string_view text, size_t at) const {
+    if (at >= text.size()) return {};
+    const auto special = impl_->special_at(text, at);
+    return special ? std::string_view(impl_->bytes_of[static_cast<size_t>(*special)]) : std::string_view();
+}
+
 std::optional<int32_t> Tokenizer::special_id(std::string_view text) const {
     if (text.empty()) return std::nullopt;
     for (int32_t id : impl_->specials_by_first_byte[static_cast<uint8_t>(text[0])])

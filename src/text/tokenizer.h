@@ -47,6 +47,9 @@ public:
     // Concatenated token bytes; may end inside a UTF-8 sequence (see StreamingDetokenizer).
     std::string decode(std::span<const int32_t> ids, bool render_special = true) const;
 
+    // The text of the special token that `encode(..., parse_special=true)` would recognise at
+    // byte `at` of `text`, or an empty view if none starts there.
+    std::string_view special_text_at(std::string_view text, size_t at) const;
     // The id of a control or user-defined token by its exact text, e.g. "<|end_of_msg|>".
     std::optional<int32_t> special_id(std::string_view text) const;
     bool is_special(int32_t id) const;  // control, user-defined, unknown or unused

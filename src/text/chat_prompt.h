@@ -1,0 +1,29 @@
+// A chat rendered through its template and tokenized so that control tokens come only from the
+// template's own markup. Special-token text inside the conversation (a user who types
+// "<|open|>" or "<|end_of_msg|>") stays ordinary text and cannot forge conversation structure,
+// as K3's official encoder ensures by tokenizing message text apart from the markers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace k3::text {
+
+struct ChatPrompt {
+    std::string text;          // the rendered prompt
+    std::vector<int32_t> ids;  // its tokens
+};
+
+// Renders `variables` (see chat_variables) and tokenizes the result: the template's markup with
+// special tokens parsed, every special-token text that came from a variable as plain bytes.
+// Throws TemplateError as ChatTemplate::render does.
+ChatPrompt render_chat_prompt(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                              nlohmann::ordered_json variables);
+
+}  // namespace k3::text
