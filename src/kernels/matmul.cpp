@@ -38,13 +38,16 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
     // Several tokens: dequantize a tile of rows once (f32 weights are used in place).
     const bool is_f32 = w.type->type == tensor::Type::F32;
     const int64_t tile = std::min<int64_t>(rows_per_task(w.rows, pool.size(), 4), 64);
-    static thread_local std::vector<float> scratch;
+    // One decode buffer per pool thread, owned by this call: a thread_local buffer in the pool's
+    // threads was reported as leaked by LeakSanitizer.
+    std::vector<std::vector<float>> scratch_of_thread(is_f32 ? 0 : size_t(pool.size()));
     const tensor::DequantizeRow decode = dequantize_row_kernel(w.type->type);  // SIMD where there is one
-    pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int) {
+    pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int thread) {
         const int64_t first = task * tile, count = std::min(w.rows, first + tile) - first;
         const float* rows = reinterpret_cast<const float*>(w.row(first));
         int64_t stride = int64_t(w.row_stride / sizeof(float));
         if (!is_f32) {
+            std::vector<float>& scratch = scratch_of_thread[size_t(thread)];
             scratch.resize(size_t(count * w.cols));
             for (int64_t r = 0; r < count; ++r) decode(w.row(first + r), scratch.data() + r * w.cols, w.cols);
             rows = scratch.data();
