@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "kernels/reduce_avx512.h"
 #include "kernels/dot.h"
 #include "tensor/float_formats.h"
 
@@ -15,16 +16,6 @@
 
 namespace k3::kernels {
 namespace {
-
-// Horizontal sum (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header).
-K3_AVX512 inline float reduce_add(__m512 v) {
-    const __m256 lo = _mm512_castps512_ps256(v);
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    const __m256 s8 = _mm256_add_ps(lo, hi);
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
 
 K3_AVX512 float dot_f32_avx512(const float* a, const float* b, int64_t n) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -41,7 +32,7 @@ K3_AVX512 float dot_f32_avx512(const float* a, const float* b, int64_t n) {
         const __mmask16 m = __mmask16((1u << (n - i)) - 1);
         acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc1);
     }
-    return reduce_add(_mm512_add_ps(acc0, acc1));
+    return reduce_add_avx512(_mm512_add_ps(acc0, acc1));
 }
 
 K3_AVX512 void axpy_f32_avx512(float alpha, const float* x, float* y, int64_t n) {
@@ -85,7 +76,7 @@ K3_AVX512 float dot_row_half(const void* row, const float* x, int64_t n) {
         const __m512 w0 = kBf16 ? load_bf16x16(w + i, m) : load_f16x16(w + i, m);
         acc0 = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, x + i), acc0);
     }
-    return reduce_add(_mm512_add_ps(acc0, acc1));
+    return reduce_add_avx512(_mm512_add_ps(acc0, acc1));
 }
 
 K3_AVX512 float dot_row_q8_0(const void* row, const float* x, int64_t n) {
@@ -99,7 +90,7 @@ K3_AVX512 float dot_row_q8_0(const void* row, const float* x, int64_t n) {
         const __m512 part = _mm512_fmadd_ps(q1, _mm512_loadu_ps(x + i + 16), _mm512_mul_ps(q0, _mm512_loadu_ps(x + i)));
         acc = _mm512_fmadd_ps(_mm512_set1_ps(tensor::f16_to_f32(d_bits)), part, acc);
     }
-    return reduce_add(acc);
+    return reduce_add_avx512(acc);
 }
 
 K3_AVX512 float dot_row_mxfp4(const void* row, const float* x, int64_t n) {
@@ -116,7 +107,7 @@ K3_AVX512 float dot_row_mxfp4(const void* row, const float* x, int64_t n) {
         const __m512 part = _mm512_fmadd_ps(hi, _mm512_loadu_ps(x + i + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(x + i)));
         acc = _mm512_fmadd_ps(_mm512_set1_ps(mxfp4_half_scale(block[0])), part, acc);
     }
-    return reduce_add(acc);
+    return reduce_add_avx512(acc);
 }
 
 }  // namespace

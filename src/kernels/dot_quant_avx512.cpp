@@ -7,6 +7,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include "kernels/reduce_avx512.h"
 #include "kernels/dequant.h"
 #include "kernels/quant_unpack.h"
 #include "tensor/no_fp_contract.h"
@@ -27,16 +28,6 @@ K3_DOT_AVX512 inline __m512 weights16(const unpack::Unpacked& u, int i) {
     return w;
 }
 
-// The reduction of dot_avx512.cpp's dot_f32, in the same order.
-K3_DOT_AVX512 inline float reduce_add(__m512 v) {
-    const __m256 lo = _mm512_castps512_ps256(v);
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    const __m256 s8 = _mm256_add_ps(lo, hi);
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
 // Decodes in registers and accumulates exactly as dot_f32 over the decoded row does (elements
 // 32k..32k+15 into one accumulator, 32k+16..32k+31 into the other): bit-identical to decoding
 // the row and calling dot_f32.
@@ -52,7 +43,7 @@ K3_DOT_AVX512 float dot_row(const void* row, const float* x, int64_t n) {
             acc1 = _mm512_fmadd_ps(weights16<Format>(u, i + 16), _mm512_loadu_ps(x + i + 16), acc1);
         }
     }
-    return reduce_add(_mm512_add_ps(acc0, acc1));
+    return reduce_add_avx512(_mm512_add_ps(acc0, acc1));
 }
 
 }  // namespace
