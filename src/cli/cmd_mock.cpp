@@ -135,6 +135,9 @@ int run_mock(int argc, char** argv) {
     app.add_option("--situ-beta", s.situ_beta, "activation.situ_beta")->capture_default_str();
     app.add_option("--situ-linear-beta", s.situ_linear_beta, "activation.situ_linear_beta")->capture_default_str();
     app.add_option("--expert-weights-scale", s.expert_weights_scale, "expert_weights_scale")->capture_default_str();
+    app.add_option("--routing-skew", s.routing_skew,
+                   "expert popularity: 0 uniform; S > 0 biases exp_probs_b so the r-th most popular expert is chosen ~ r^-S as often")
+        ->capture_default_str();
     app.add_option("--type", weight_type, "type of the 2-D/3-D weights (f32, f16, bf16, q8_0, mxfp4, ...)")->capture_default_str();
     app.add_option("--expert-type", expert_type, "type of the routed experts (default: bench mxfp4, else --type)");
     app.add_option("--embd-type", embd_type, "type of token_embd (default: --type)");

@@ -1,6 +1,9 @@
 #include "model/mock_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <vector>
 
 #include "util/error.h"
 
@@ -51,6 +54,7 @@ void MockShape::validate() const {
     require(n_ff > 0 || n_dense_lead == 0, "dense layers need --ff > 0");
     require(n_shared >= 0 && expert_latent >= 0 && attn_res_block_size >= 0, "counts must not be negative");
     require(n_vocab >= 512, "vocab must be at least 512 (256 byte tokens + 256 special slots)");
+    require(routing_skew >= 0.0 && std::isfinite(routing_skew), "--routing-skew must be a finite number >= 0");
 }
 
 MockShape mock_preset(const std::string& name) {
@@ -96,7 +100,7 @@ std::vector<MockTensor> mock_tensors(const MockShape& s, const MockTypes& types)
     auto add = [&](std::string name, Type type, std::vector<int64_t> ne, MockInit init) {
         const tensor::TypeTraits& t = tensor::traits(type);
         const bool fits = ne[0] % t.block_size == 0;
-        list.push_back({std::move(name), fits ? type : Type::F32, std::move(ne), init, !fits});
+        list.push_back({std::move(name), fits ? type : Type::F32, std::move(ne), init, !fits, s.routing_skew});
     };
     auto weight = [&](std::string name, std::vector<int64_t> ne) { add(std::move(name), types.weights, std::move(ne), MockInit::scaled_normal); };
     auto f32 = [&](std::string name, std::vector<int64_t> ne, MockInit init) { add(std::move(name), Type::F32, std::move(ne), init); };
@@ -148,7 +152,7 @@ std::vector<MockTensor> mock_tensors(const MockShape& s, const MockTypes& types)
             weight(blk(il, "ffn_down.weight"), {s.n_ff, E});
         } else {  // §2.6 latent MoE
             f32(blk(il, "ffn_gate_inp.weight"), {E, s.n_expert}, MockInit::scaled_normal);
-            f32(blk(il, "exp_probs_b.bias"), {s.n_expert}, MockInit::zeros);
+            f32(blk(il, "exp_probs_b.bias"), {s.n_expert}, MockInit::selection_bias);
             add(blk(il, "ffn_gate_exps.weight"), types.experts, {Ls, Fe, s.n_expert}, MockInit::scaled_normal);
             add(blk(il, "ffn_up_exps.weight"), types.experts, {Ls, Fe, s.n_expert}, MockInit::scaled_normal);
             add(blk(il, "ffn_down_exps.weight"), types.experts, {Fe, Ls, s.n_expert}, MockInit::scaled_normal);
@@ -212,6 +216,19 @@ void write_mock_hparams(gguf::GgufWriter& w, const MockShape& s, const std::stri
 void mock_row(const MockTensor& t, uint64_t seed, size_t index, int64_t row, float* out) {
     RowRandom rng(seed, index, row);
     const int64_t n = t.ne[0];
+    if (t.init == MockInit::selection_bias) {
+        std::fill(out, out + n, 0.0f);
+        if (t.routing_skew == 0.0) return;
+        // A seeded shuffle assigns popularity ranks 1..n (Fisher-Yates), so each layer favours
+        // different experts.
+        std::vector<int64_t> expert_of_rank(static_cast<size_t>(n));
+        std::iota(expert_of_rank.begin(), expert_of_rank.end(), 0);
+        for (int64_t i = n - 1; i > 0; --i)
+            std::swap(expert_of_rank[size_t(i)], expert_of_rank[size_t(int64_t(rng.uniform() * double(i + 1)))]);
+        for (int64_t r = 0; r < n; ++r)
+            out[expert_of_rank[size_t(r)]] = float(-0.08 * t.routing_skew * std::log(double(r + 1)));
+        return;
+    }
     const double fan_in_scale = 1.0 / std::sqrt(double(n));
     for (int64_t i = 0; i < n; ++i) {
         switch (t.init) {
@@ -224,7 +241,7 @@ void mock_row(const MockTensor& t, uint64_t seed, size_t index, int64_t row, flo
                 out[i] = float(std::log(std::expm1(dt)));  // softplus(bias) = dt
                 break;
             }
-            case MockInit::zeros: out[i] = 0.0f; break;
+            case MockInit::selection_bias: break;  // handled above
         }
     }
 }

@@ -40,6 +40,11 @@ struct MockShape {
     float situ_linear_beta = 25.0f;
     float expert_weights_scale = 2.5f;
     bool expert_weights_norm = true;
+    // Expert popularity: 0 draws exp_probs_b as zeros (uniform routing); S > 0 gives expert of
+    // popularity rank r (a seeded per-layer order) the selection bias -0.08 * S * ln(r). With the
+    // mock's router logits ~ N(0, 1) that makes selection frequencies fall roughly as r^-S for
+    // S <= 1 (simulated, 128 experts choose 8: S = 1 puts 65% of selections on the top quarter).
+    double routing_skew = 0.0;
 
     bool is_mla(int64_t il) const { return (il + 1) % mla_every == 0 || il == n_layer - 1; }
     bool is_dense(int64_t il) const { return il < n_dense_lead; }
@@ -68,7 +73,7 @@ enum class MockInit {
     norm_weight,    // 1 + N(0, 1) / 50: RMSNorm weights ~ 1
     ssm_a,          // -exp(A_log) with A = U(1, 16) (Kimi-Linear's init)
     dt_bias,        // softplus^-1(dt), dt log-uniform in [1e-3, 1e-1]
-    zeros,          // exp_probs_b selection bias
+    selection_bias, // exp_probs_b: zeros, or Zipf-like with MockTensor::routing_skew
 };
 
 struct MockTensor {
@@ -77,6 +82,7 @@ struct MockTensor {
     std::vector<int64_t> ne;
     MockInit init;
     bool fell_back_to_f32 = false;  // the requested type's block does not divide ne[0]
+    double routing_skew = 0.0;      // selection_bias only: MockShape::routing_skew
 
     int64_t rows() const;
     uint64_t bytes() const;

@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <numeric>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf_file.h"
 #include "model/hparams.h"
+#include "model/moe.h"
 #include "support/test_support.h"
 #include "tensor/tensor_type.h"
 
@@ -133,12 +137,56 @@ TEST(Mock, BenchPresetDrySizeIsTwoToThreeGigabytes) {
     EXPECT_EQ(dry["tensors"], 12 * 18 + 4 * 13 + 3 + 15 * 11 + 4);
 }
 
+// --routing-skew S: each layer's exp_probs_b is -0.08 S ln(r) over a per-layer order of ranks r, so
+// that with N(0, 1) router logits the top quarter of experts takes most selections.
+TEST(Mock, RoutingSkewBiasesSelectionZipfLike) {
+    testing::ScratchDir dir;
+    testing::CommandResult r = testing::run_k3({"mock", "-o", dir.file("s.gguf"), "--experts", "32", "--experts-used", "4",
+                                                "--routing-skew", "1", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    r = testing::run_k3({"mock", "-o", dir.file("u.gguf"), "--experts", "32", "--experts-used", "4", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto skewed = gguf::GgufFile::open(dir.file("s.gguf"));
+    const auto uniform = gguf::GgufFile::open(dir.file("u.gguf"));
+    model::HParams hp = model::HParams::from_gguf(*skewed);
+    std::vector<std::vector<float>> biases;
+    for (int64_t il = 1; il < hp.n_layer; ++il) {  // layer 0 is dense
+        const std::string name = "blk." + std::to_string(il) + ".exp_probs_b.bias";
+        for (float b : dequantize(*uniform->find_tensor(name))) EXPECT_EQ(b, 0.0f) << name;
+        std::vector<float> bias = dequantize(*skewed->find_tensor(name));
+        std::vector<float> sorted(bias);
+        std::sort(sorted.begin(), sorted.end(), std::greater<>());
+        for (size_t rank = 0; rank < sorted.size(); ++rank)
+            EXPECT_NEAR(sorted[rank], -0.08 * std::log(double(rank + 1)), 1e-6) << name << " rank " << rank + 1;
+        biases.push_back(std::move(bias));
+    }
+    EXPECT_NE(biases[0], biases[1]);  // each layer favours other experts
+
+    // Routing N(0, 1) logits with layer 1's bias: the 8 most favoured of 32 experts (a quarter)
+    // take well over a quarter of the selections.
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    std::vector<int64_t> count(32);
+    for (int trial = 0; trial < 2000; ++trial) {
+        std::vector<float> logits(32);
+        for (float& l : logits) l = normal(rng);
+        for (int32_t e : model::route_token(hp, logits.data(), biases[0]).experts) ++count[size_t(e)];
+    }
+    std::vector<size_t> by_bias(32);
+    std::iota(by_bias.begin(), by_bias.end(), 0);
+    std::sort(by_bias.begin(), by_bias.end(), [&](size_t a, size_t b) { return biases[0][a] > biases[0][b]; });
+    int64_t top_quarter = 0;
+    for (size_t i = 0; i < 8; ++i) top_quarter += count[by_bias[i]];
+    EXPECT_GT(double(top_quarter) / (2000.0 * 4), 0.40);  // uniform: 0.25; simulated: 0.48
+}
+
 TEST(Mock, RefusesImpossibleShapesAndTypes) {
     testing::ScratchDir dir;
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--vocab", "300"}).exit_code, 1);
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--experts-used", "99"}).exit_code, 1);
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--type", "q9_9"}).exit_code, 1);
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--preset", "huge"}).exit_code, 1);
+    EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--routing-skew", "-1"}).exit_code, 1);
     EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));
 }
 
