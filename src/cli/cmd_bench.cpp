@@ -7,14 +7,17 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/residency_options.h"
 #include "model/hparams.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
+#include "util/byte_size.h"
 
 namespace k3::cli {
 
@@ -74,9 +77,10 @@ int run_bench(int argc, char** argv) {
     app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)");
     app.add_option("-r,--repetitions", repetitions, "runs per measurement; the median is reported")->check(CLI::PositiveNumber);
     app.add_flag("--json", json, "print one JSON object");
+    runtime::EngineOptions options;
+    add_residency_options(app, options.residency);
     CLI11_PARSE(app, argc, argv);
 
-    runtime::EngineOptions options;
     options.n_threads = threads;
     const auto load_start = Clock::now();
     auto engine = runtime::Engine::load(model_path, options);
@@ -96,16 +100,28 @@ int run_bench(int argc, char** argv) {
         session->eval(prompt);
         pp_rates.push_back(n_prompt / seconds_since(start));
     }
+    // The expert cache over the timed generation steps (with a budget): hits, disk reads, I/O waits.
+    double tg_seconds = 0.0, tg_wait_seconds = 0.0;
+    uint64_t tg_hits = 0, tg_requested = 0, tg_bytes_read = 0;
     for (int r = 0; r < repetitions && n_gen > 0; ++r) {
         auto session = engine->new_session();
         int32_t token = random_tokens(1)[0];
         session->eval(std::span(&token, 1));  // first step allocates the caches
+        const std::optional<runtime::ExpertCacheCounters> before = engine->expert_cache_counters();
         const auto start = Clock::now();
         for (int i = 0; i < n_gen; ++i) {
             token = int32_t(rng() % uint32_t(engine->n_vocab()));
             session->eval(std::span(&token, 1));
         }
-        tg_rates.push_back(n_gen / seconds_since(start));
+        const double seconds = seconds_since(start);
+        tg_seconds += seconds;
+        tg_rates.push_back(n_gen / seconds);
+        if (const std::optional<runtime::ExpertCacheCounters> after = engine->expert_cache_counters()) {
+            tg_hits += after->hits - before->hits;
+            tg_requested += after->hits + after->misses - before->hits - before->misses;
+            tg_bytes_read += after->bytes_read - before->bytes_read;
+            tg_wait_seconds += after->wait_seconds - before->wait_seconds;
+        }
     }
     const double pp = median(pp_rates), tg = median(tg_rates);
     const double peak = double(peak_resident_bytes());  // before the bandwidth probe's buffer
@@ -114,13 +130,31 @@ int run_bench(int argc, char** argv) {
     // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
     // what the memory system can deliver.
     const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
+    struct CacheFigures {
+        double hit_rate = 0, bytes_per_token = 0, io_wait_fraction = 0;
+        uint64_t capacity = 0, peak = 0;
+    };
+    std::optional<CacheFigures> cache;
+    if (const std::optional<runtime::ExpertCacheCounters> counters = engine->expert_cache_counters()) {
+        const double tokens = double(n_gen) * repetitions;
+        cache = CacheFigures{tg_requested > 0 ? double(tg_hits) / double(tg_requested) : 0.0,
+                             tokens > 0 ? double(tg_bytes_read) / tokens : 0.0,
+                             tg_seconds > 0 ? tg_wait_seconds / tg_seconds : 0.0, counters->capacity,
+                             counters->peak_bytes};
+    }
     if (json) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
             "\"load_s\":%.3f,\"pp_tokens_per_s\":%.3f,\"tg_tokens_per_s\":%.3f,\"peak_rss_bytes\":%.0f,"
-            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f}\n",
+            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f",
             model_path.c_str(), engine->n_threads(), n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
             bytes_per_token, bandwidth, fraction);
+        if (cache)
+            std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
+                        "\"tg_disk_bytes_per_token\":%.0f,\"tg_io_wait_fraction\":%.4f}",
+                        (unsigned long long)cache->capacity, (unsigned long long)cache->peak, cache->hit_rate,
+                        cache->bytes_per_token, cache->io_wait_fraction);
+        std::printf("}\n");
     } else {
         std::printf("model            %s (%d threads)\n", model_path.c_str(), engine->n_threads());
         std::printf("load             %.3f s\n", load_s);
@@ -129,6 +163,13 @@ int run_bench(int argc, char** argv) {
         std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));
         std::printf("weights/token    %.2f MiB; read bandwidth %.2f GB/s\n", bytes_per_token / (1 << 20), bandwidth / 1e9);
         if (n_gen > 0) std::printf("bandwidth bound  %.1f%% (tg x weights/token / bandwidth)\n", 100.0 * fraction);
+        if (cache) {
+            std::printf("expert cache     %s (peak %s)\n", util::format_byte_size(cache->capacity).c_str(),
+                        util::format_byte_size(cache->peak).c_str());
+            if (n_gen > 0)
+                std::printf("generation       %.1f%% cache hits, %.2f MiB read from disk/token, %.1f%% of the time waiting on I/O\n",
+                            100.0 * cache->hit_rate, cache->bytes_per_token / (1 << 20), 100.0 * cache->io_wait_fraction);
+        }
     }
     return 0;
 }

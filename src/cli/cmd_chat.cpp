@@ -194,6 +194,7 @@ private:
     static std::unique_ptr<runtime::Engine> load_engine(const GenerationOptions& options) {
         runtime::EngineOptions engine_options;
         engine_options.n_threads = options.threads;
+        engine_options.residency = options.residency;
         return runtime::Engine::load(options.model_path, engine_options);
     }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_front.h"
+#include "cli/residency_options.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -36,9 +37,10 @@ int run_eval(int argc, char** argv) {
     app.add_option("--dump-dir", dump_dir, "directory for --dump files (default .)");
     app.add_option("--kda", kda, "KDA path: auto, recurrent or chunked")
         ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));
+    runtime::EngineOptions options;
+    add_residency_options(app, options.residency);
     CLI11_PARSE(app, argc, argv);
 
-    runtime::EngineOptions options;
     options.n_threads = threads;
     options.kda_mode = kda == "recurrent" ? model::KdaMode::recurrent
                        : kda == "chunked" ? model::KdaMode::chunked

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/residency_options.h"
 #include "server/serve.h"
 
 namespace k3::cli {
@@ -34,6 +35,7 @@ int run_serve(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")
         ->check(CLI::PositiveNumber);
+    add_residency_options(app, options.residency);
     CLI11_PARSE(app, argc, argv);
     return server::serve(options);
 }

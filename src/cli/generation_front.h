@@ -44,6 +44,7 @@ struct GenerationOptions {
     bool hide_reasoning = false;
     bool show_special = false;  // control tokens' text in the output (K3's markup is parsed anyway)
     bool quiet = false;         // no tokens/s line
+    runtime::ResidencyOptions residency;  // --mem-budget, --expert-stats, --warmup-experts
 };
 
 void add_generation_options(CLI::App& app, GenerationOptions& options);

@@ -12,6 +12,8 @@
 
 namespace k3::model {
 
+class ExpertSource;
+
 enum class KdaMode {
     automatic,  // chunked for multi-token runs, recurrent for single tokens
     recurrent,  // token by token (§4.4) always
@@ -26,6 +28,7 @@ struct ForwardContext {
     kernels::ThreadPool& pool;
     KdaMode kda_mode = KdaMode::automatic;
     const DumpFn* dump = nullptr;
+    ExpertSource* experts = nullptr;  // routed experts' weights (model/expert_source.h)
 
     // y[t] = W x[t] for n contiguous rows (x rows W.cols apart, y rows W.rows apart).
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {

@@ -6,6 +6,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/vector_ops.h"
 #include "model/attn_res.h"
+#include "model/expert_source.h"
 #include "model/kda.h"
 #include "model/mla.h"
 #include "model/moe.h"
@@ -82,7 +83,9 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         n += int64_t(r.tokens.size());
     }
     if (n == 0) return;
-    const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr};
+    MappedExperts mapped_experts(weights_);
+    const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
+                             options.experts ? options.experts : &mapped_experts};
 
     // 3.2.1 inpL = token embeddings: [n][E]
     std::vector<float> partial(size_t(n * E));

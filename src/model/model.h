@@ -13,6 +13,7 @@
 #include "model/hparams.h"
 #include "model/state.h"
 #include "model/weights.h"
+#include "util/anonymous_memory.h"
 
 namespace k3::gguf { class GgufFile; }
 
@@ -21,6 +22,7 @@ namespace k3::model {
 struct ForwardOptions {
     KdaMode kda_mode = KdaMode::automatic;
     DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
+    ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
 };
 
 // One sequence's part of a forward pass.
@@ -46,6 +48,13 @@ public:
     // layer's routed experts (n_used of n_expert), one embedding row. For speed-of-light figures.
     uint64_t weight_bytes_per_token() const;
 
+    // Bytes the trunk (every weight matrix but the routed experts) takes once made resident.
+    uint64_t trunk_bytes() const;
+    // Copies the trunk into memory the model owns (pread, then dropped from the page cache) and points the
+    // weights at it: afterwards only routed experts are still reached through the mapped file
+    // (for an ExpertSource that streams them). Call before any forward pass.
+    void make_trunk_resident();
+
     // Runs every request's tokens through the model as one batch and writes its logits.
     // Throws k3::Error for a token outside the vocabulary (before touching any state).
     void forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> requests,
@@ -56,6 +65,7 @@ private:
     std::unique_ptr<gguf::GgufFile> file_;
     HParams hp_;
     ModelWeights weights_;
+    util::AnonymousMemory trunk_;  // the resident trunk, when make_trunk_resident() ran
 };
 
 }  // namespace k3::model

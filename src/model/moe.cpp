@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "kernels/vector_ops.h"
+#include "model/expert_source.h"
 #include "model/situ.h"
 
 namespace k3::model {
@@ -56,6 +58,22 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     std::vector<Routing> routes(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) routes[size_t(t)] = route_token(hp, logits.data() + t * X, w.selection_bias);
 
+    // Tokens grouped by expert: (token, weight) per expert, so each expert runs once.
+    std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(X));
+    for (int64_t t = 0; t < n; ++t)
+        for (size_t k = 0; k < routes[size_t(t)].experts.size(); ++k)
+            by_expert[size_t(routes[size_t(t)].experts[k])].emplace_back(t, routes[size_t(t)].weights[k]);
+    // Announced first, so that reads of non-resident experts overlap the work below.
+    std::vector<int32_t> needed;
+    std::vector<int64_t> token_counts;
+    for (int64_t e = 0; e < X; ++e)
+        if (!by_expert[size_t(e)].empty()) {
+            needed.push_back(int32_t(e));
+            token_counts.push_back(int64_t(by_expert[size_t(e)].size()));
+        }
+    ExpertSource& source = *ctx.experts;
+    source.request(il, needed, token_counts);
+
     // 8. latent input z = W_routed_down · y: [n][Ls]
     std::vector<float> latent;
     const float* z = y;
@@ -64,34 +82,42 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         ctx.linear(*w.routed_down, y, n, latent.data());
         z = latent.data();
     }
+    // 13. shared experts read y: [n][E]
+    std::vector<float> shared;
+    if (w.shared) {
+        shared.resize(size_t(n * E));
+        situ_glu(ctx, *w.shared, y, n, shared.data());
+    }
 
-    // Tokens grouped by expert: (token, weight) per expert, so each expert runs once.
-    std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(X));
-    for (int64_t t = 0; t < n; ++t)
-        for (size_t k = 0; k < routes[size_t(t)].experts.size(); ++k)
-            by_expert[size_t(routes[size_t(t)].experts[k])].emplace_back(t, routes[size_t(t)].weights[k]);
-
-    // 9-10. m = sum_k w_k · W_down_e · situ(W_gate_e · z, W_up_e · z): [n][Ls]
-    std::vector<float> mixed(size_t(n * Ls), 0.0f);
-    std::vector<float> inputs, gate, up, expert_out;
-    for (int64_t e = 0; e < X; ++e) {
-        const auto& members = by_expert[size_t(e)];
-        if (members.empty()) continue;
+    // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
+    // expert_out[e]: [members][Ls]
+    std::vector<std::vector<float>> expert_out(static_cast<size_t>(X));
+    std::vector<float> inputs, gate, up;
+    while (const std::optional<ExpertMatrices> expert = source.next()) {
+        const auto& members = by_expert[size_t(expert->expert)];
         const int64_t m = int64_t(members.size());
         inputs.resize(size_t(m * Ls));
         for (int64_t i = 0; i < m; ++i)
             std::copy(z + members[size_t(i)].first * Ls, z + (members[size_t(i)].first + 1) * Ls, inputs.begin() + i * Ls);
         gate.resize(size_t(m * Fe));
         up.resize(size_t(m * Fe));
-        expert_out.resize(size_t(m * Ls));
-        ctx.linear(w.gate_exps.row_range(e * Fe, Fe), inputs.data(), m, gate.data());
-        ctx.linear(w.up_exps.row_range(e * Fe, Fe), inputs.data(), m, up.data());
+        std::vector<float>& result = expert_out[size_t(expert->expert)];
+        result.resize(size_t(m * Ls));
+        ctx.linear(expert->gate, inputs.data(), m, gate.data());
+        ctx.linear(expert->up, inputs.data(), m, up.data());
         kernels::situ(gate.data(), up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, gate.data());
-        ctx.linear(w.down_exps.row_range(e * Ls, Ls), gate.data(), m, expert_out.data());
-        for (int64_t i = 0; i < m; ++i) {
-            const float* src = expert_out.data() + i * Ls;
-            float* dst = mixed.data() + members[size_t(i)].first * Ls;
-            const float weight = members[size_t(i)].second;
+        ctx.linear(expert->down, gate.data(), m, result.data());
+        source.release(expert->expert);
+    }
+    // 10. m = sum_k w_k · expert output, summed in expert-id order whatever the arrival order
+    // (the same float additions with or without a memory budget): [n][Ls]
+    std::vector<float> mixed(size_t(n * Ls), 0.0f);
+    for (int32_t e : needed) {
+        const auto& members = by_expert[size_t(e)];
+        for (size_t i = 0; i < members.size(); ++i) {
+            const float* src = expert_out[size_t(e)].data() + i * size_t(Ls);
+            float* dst = mixed.data() + members[i].first * Ls;
+            const float weight = members[i].second;
             for (int64_t d = 0; d < Ls; ++d) dst[d] += weight * src[d];
         }
     }
@@ -103,12 +129,8 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     // 12. back to full width
     if (w.routed_up) ctx.linear(*w.routed_up, mixed.data(), n, out);
     else std::copy(mixed.begin(), mixed.end(), out);
-    // 13-14. shared experts read y; f = m + sh
-    if (w.shared) {
-        std::vector<float> shared(size_t(n * E));
-        situ_glu(ctx, *w.shared, y, n, shared.data());
-        for (int64_t i = 0; i < n * E; ++i) out[i] += shared[size_t(i)];
-    }
+    // 14. f = m + sh
+    for (size_t i = 0; i < shared.size(); ++i) out[i] += shared[i];
 }
 
 }  // namespace k3::model

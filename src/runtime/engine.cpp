@@ -1,11 +1,15 @@
 #include "runtime/engine.h"
 
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
 
 #include "gguf/gguf_file.h"
 #include "kernels/thread_pool.h"
 #include "model/model.h"
+#include "runtime/memory_budget.h"
 #include "runtime/session.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 
 namespace k3::runtime {
@@ -14,17 +18,70 @@ struct Engine::Impl {
     std::unique_ptr<model::Model> model;
     std::unique_ptr<kernels::ThreadPool> pool;
     model::ForwardOptions forward_options;
+    std::unique_ptr<ExpertCache> expert_cache;  // under a budget smaller than the model
+    std::string expert_stats_path;
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
+
+    void set_up_residency(const ResidencyOptions& options);
 };
 
+namespace {
+
+uint64_t model_file_bytes(const gguf::GgufFile& file) {
+    uint64_t bytes = 0;
+    for (const std::string& part : file.part_paths()) bytes += std::filesystem::file_size(part);
+    return bytes;
+}
+
+}  // namespace
+
+void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
+    std::string source = "--mem-budget";
+    uint64_t budget = 0;
+    if (options.mem_budget) {
+        budget = *options.mem_budget;
+    } else if (const std::optional<MemoryLimit> limit = detect_memory_limit()) {
+        budget = budget_from_limit(limit->bytes);
+        source = limit->source;
+    }
+    const model::HParams& hp = model->hparams();
+    const uint64_t file_bytes = model_file_bytes(model->file()), working = estimate_working_bytes(hp);
+    if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
+
+    const BudgetSplit split =
+        split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,
+                     model->trunk_bytes(), working, ExpertCache::largest_expert_bytes(model->file(), hp));
+    model->make_trunk_resident();
+    expert_stats_path = options.expert_stats_path;
+    const bool have_stats = !expert_stats_path.empty() && std::filesystem::exists(expert_stats_path);
+    RoutingStats stats = have_stats ? RoutingStats::load(expert_stats_path, hp.n_layer, hp.n_expert)
+                                    : RoutingStats(hp.n_layer, hp.n_expert);
+    expert_cache = std::make_unique<ExpertCache>(model->file(), hp, split.cache_capacity, std::move(stats));
+    std::fprintf(stderr, "k3: model %s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
+                 util::format_byte_size(file_bytes).c_str(), util::format_byte_size(working).c_str(),
+                 util::format_byte_size(budget).c_str(), source.c_str(), util::format_byte_size(split.cache_capacity).c_str());
+    expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none));
+    forward_options.experts = expert_cache.get();
+}
+
 Engine::Engine() : impl_(std::make_unique<Impl>()) {}
-Engine::~Engine() = default;
+
+Engine::~Engine() {
+    if (!impl_->expert_cache || impl_->expert_stats_path.empty()) return;
+    try {
+        impl_->expert_cache->routing_stats().save(impl_->expert_stats_path);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "k3: %s\n", e.what());
+    }
+}
 
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     engine->impl_->model = model::Model::load(path);
     engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
-    engine->impl_->forward_options = {options.kda_mode, options.dump};
+    engine->impl_->forward_options.kda_mode = options.kda_mode;
+    engine->impl_->forward_options.dump = options.dump;
+    engine->impl_->set_up_residency(options.residency);
     return engine;
 }
 
@@ -34,6 +91,11 @@ int32_t Engine::n_vocab() const { return int32_t(hparams().n_vocab); }
 int64_t Engine::n_ctx_train() const { return hparams().n_ctx_train; }
 int Engine::n_threads() const { return impl_->pool->size(); }
 uint64_t Engine::weight_bytes_per_token() const { return impl_->model->weight_bytes_per_token(); }
+
+std::optional<ExpertCacheCounters> Engine::expert_cache_counters() const {
+    if (!impl_->expert_cache) return std::nullopt;
+    return impl_->expert_cache->counters();
+}
 
 std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<Session>(*this); }
 

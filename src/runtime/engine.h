@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "model/context.h"  // KdaMode, DumpFn
+#include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
 
 namespace k3::gguf { class GgufFile; }
 
@@ -16,11 +18,20 @@ namespace k3::runtime {
 
 class Session;
 
+// Memory residency (issue #7). A budget smaller than the model's files keeps every non-expert
+// tensor resident and streams routed experts through an ExpertCache of the rest.
+struct ResidencyOptions {
+    std::optional<uint64_t> mem_budget;  // bytes; unset: from the memory limit (memory_budget.h); 0: none
+    std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
+    std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
+};
+
 struct EngineOptions {
     int n_threads = 0;  // 0: one per hardware thread
     // Diagnostics: force one KDA path; receive named intermediates (blk.N.kda_out, ...).
     model::KdaMode kda_mode = model::KdaMode::automatic;
     model::DumpFn dump;
+    ResidencyOptions residency;
 };
 
 // One sequence's part of a forward pass: its session and the tokens that continue it.
@@ -47,6 +58,9 @@ public:
     // Bytes of weights one decode step reads (dense matrices, the used experts' share, one
     // embedding row): the numerator of the memory-bandwidth bound.
     uint64_t weight_bytes_per_token() const;
+
+    // The expert cache's figures when experts are streamed under a budget; nullopt otherwise.
+    std::optional<ExpertCacheCounters> expert_cache_counters() const;
 
     std::unique_ptr<Session> new_session() const;
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/engine.h"
 #include "server/http_server.h"
 
 namespace k3::server {
@@ -19,6 +20,7 @@ struct ServeOptions {
     int64_t prefill_chunk = 512; // prompt tokens per sequence per step
     int threads = 0;             // 0: one per hardware thread
     std::string api_key;         // empty: no authentication
+    runtime::ResidencyOptions residency;  // memory budget and expert cache
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts

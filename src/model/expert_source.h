@@ -1,0 +1,55 @@
+// Where the MoE layer gets routed experts' weights from (k3-architecture.md §6.2). The layer
+// announces the experts a batch needs as soon as routing is known, computes what does not need
+// them, then takes each expert as it becomes resident (in any order) and hands it back after its
+// down-projection. Without a memory budget every expert is a row range of the mapped stacked
+// tensors (MappedExperts); runtime/expert_cache streams them from disk under a budget.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "kernels/matmul.h"
+
+namespace k3::model {
+
+struct ModelWeights;
+
+// One routed expert's matrices, pointing at resident bytes until released.
+struct ExpertMatrices {
+    int32_t expert = 0;
+    kernels::MatrixView gate;  // Ls -> Fe
+    kernels::MatrixView up;    // Ls -> Fe
+    kernels::MatrixView down;  // Fe -> Ls
+};
+
+class ExpertSource {
+public:
+    virtual ~ExpertSource() = default;
+    // Starts making layer il's `experts` (ascending, distinct) resident; token_counts[i] is how
+    // many tokens of the batch route to experts[i]. Any earlier request must be fully released.
+    virtual void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) = 0;
+    // The next requested expert that is resident, waiting for one if none is; nullopt once every
+    // requested expert has been handed out. Hand each back with release() before the next call
+    // (the budget may only hold one expert in flight beyond those already resident).
+    virtual std::optional<ExpertMatrices> next() = 0;
+    virtual void release(int32_t expert) = 0;
+};
+
+// Experts as row ranges of the model's stacked tensors (the mapped file): no copies, no waiting.
+class MappedExperts final : public ExpertSource {
+public:
+    explicit MappedExperts(const ModelWeights& weights) : weights_(weights) {}
+    void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
+    std::optional<ExpertMatrices> next() override;
+    void release(int32_t) override {}
+
+private:
+    const ModelWeights& weights_;
+    int64_t layer_ = 0;
+    std::vector<int32_t> pending_;
+    size_t next_ = 0;
+};
+
+}  // namespace k3::model

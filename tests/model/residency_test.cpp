@@ -1,0 +1,147 @@
+// Expert residency under a memory budget (issue #7) on the model fixtures: logits with a budget
+// that holds only three experts are byte-identical to those without one (whole sequence,
+// token by token, greedy); the cache never holds more than its capacity; the `k3` options.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "model/fixture_cases.h"
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "runtime/expert_cache.h"
+#include "runtime/memory_budget.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "support/test_support.h"
+
+namespace k3 {
+namespace {
+
+// trunk + working memory + room for `n_experts` of the largest expert: what the budget check
+// (runtime/memory_budget.h) requires, plus one expert.
+uint64_t budget_for_experts(const std::string& path, uint64_t n_experts) {
+    const auto model = model::Model::load(path);
+    return model->trunk_bytes() + runtime::estimate_working_bytes(model->hparams()) +
+           n_experts * runtime::ExpertCache::largest_expert_bytes(model->file(), model->hparams());
+}
+
+std::unique_ptr<runtime::Engine> load(const std::string& path, uint64_t budget) {
+    runtime::EngineOptions options;
+    options.n_threads = 2;
+    options.residency.mem_budget = budget;  // 0: none
+    return runtime::Engine::load(path, options);
+}
+
+bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+class ResidencyParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ResidencyParity, LogitsUnderABudgetOfThreeExpertsAreByteIdentical) {
+    const testing::ModelFixture fixture = testing::load_model_fixture(GetParam());
+    const auto plain = load(fixture.model_path, 0);
+    const auto budgeted = load(fixture.model_path, budget_for_experts(fixture.model_path, 3));
+    ASSERT_FALSE(plain->expert_cache_counters());
+    ASSERT_TRUE(budgeted->expert_cache_counters()) << "the budget did not switch to streaming experts";
+
+    for (const testing::FixtureCase& c : fixture.cases) {
+        SCOPED_TRACE(c.name);
+        // Whole sequence in one batch.
+        EXPECT_TRUE(same_bytes(plain->new_session()->eval(c.tokens, true), budgeted->new_session()->eval(c.tokens, true)));
+        // Token by token, then greedy for as many tokens as the reference continuation.
+        auto a = plain->new_session(), b = budgeted->new_session();
+        std::vector<float> row_a, row_b;
+        for (int32_t token : c.prompt) {
+            row_a = a->eval(std::span(&token, 1));
+            row_b = b->eval(std::span(&token, 1));
+            ASSERT_TRUE(same_bytes(row_a, row_b)) << "position " << a->position();
+        }
+        for (size_t i = 0; i < c.generated.size(); ++i) {
+            const int32_t next_a = runtime::argmax(row_a), next_b = runtime::argmax(row_b);
+            ASSERT_EQ(next_a, next_b) << "greedy step " << i;
+            row_a = a->eval(std::span(&next_a, 1));
+            row_b = b->eval(std::span(&next_b, 1));
+        }
+    }
+    const runtime::ExpertCacheCounters counters = *budgeted->expert_cache_counters();
+    EXPECT_LE(counters.peak_bytes, counters.capacity);
+    EXPECT_GT(counters.misses, 0u);
+    // More was read than fits at once: entries were evicted and read again.
+    EXPECT_GT(counters.bytes_read, 2 * counters.capacity);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ResidencyParity, ::testing::Values("tiny-k3", "tiny-k3-mxfp4", "tiny-k3-q4k"),
+                         [](const auto& info) {
+                             std::string name = info.param;
+                             for (char& ch : name)
+                                 if (ch == '-') ch = '_';
+                             return name;
+                         });
+
+TEST(ResidencyCommand, EvalLogitsWithABudgetEqualThoseWithout) {
+    const std::string model = testing::fixture("tiny-k3-q4k/model.gguf");
+    const std::string budget = std::to_string(budget_for_experts(model, 4));
+    testing::ScratchDir dir;
+    const std::string tokens = "1000,72,101,108,108,111,44,32,119,111,114,108,100";
+    for (const char* sequential : {"", "--sequential"}) {
+        std::vector<std::string> plain_args = {"eval", "-m", model, "--tokens", tokens, "-t", "2", "--greedy", "6",
+                                               "--mem-budget", "off", "--logits-out", dir.file("plain.f32")};
+        std::vector<std::string> budget_args = {"eval", "-m", model, "--tokens", tokens, "-t", "2", "--greedy", "6",
+                                                "--mem-budget", budget, "--logits-out", dir.file("budget.f32")};
+        if (*sequential) {
+            plain_args.push_back(sequential);
+            budget_args.push_back(sequential);
+        }
+        const testing::CommandResult plain = testing::run_k3(plain_args), budgeted = testing::run_k3(budget_args);
+        ASSERT_EQ(plain.exit_code, 0) << plain.err;
+        ASSERT_EQ(budgeted.exit_code, 0) << budgeted.err;
+        EXPECT_NE(budgeted.err.find("streaming experts"), std::string::npos) << budgeted.err;
+        EXPECT_EQ(plain.out, budgeted.out);  // the greedy ids
+        EXPECT_EQ(testing::read_bytes(dir.file("plain.f32")), testing::read_bytes(dir.file("budget.f32")));
+    }
+}
+
+TEST(ResidencyCommand, BudgetBelowTheTrunkIsAClearError) {
+    const testing::CommandResult r = testing::run_k3(
+        {"eval", "-m", testing::fixture("tiny-k3/model.gguf"), "--tokens", "1,2,3", "--mem-budget", "1M"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.signal, 0);
+    EXPECT_NE(r.err.find("--mem-budget 1.00 MiB is below the"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("for the trunk (non-expert tensors)"), std::string::npos) << r.err;
+}
+
+TEST(ResidencyCommand, BenchReportsTheCacheAndStaysWithinTheBudget) {
+    const std::string model = testing::fixture("tiny-k3-q4k/model.gguf");
+    const uint64_t budget = budget_for_experts(model, 6);
+    testing::ScratchDir dir;
+    const std::string stats = dir.file("stats.json");
+    const testing::CommandResult r =
+        testing::run_k3({"bench", "-m", model, "--mem-budget", std::to_string(budget), "-p", "16", "-n", "8", "-r", "1",
+                         "-t", "2", "--json", "--expert-stats", stats});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json out = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(out.contains("expert_cache")) << r.out;
+    const nlohmann::json& cache = out["expert_cache"];
+    EXPECT_LE(cache["peak_bytes"].get<uint64_t>(), cache["capacity_bytes"].get<uint64_t>());
+    EXPECT_GE(cache["tg_hit_rate"].get<double>(), 0.0);
+    EXPECT_LE(cache["tg_hit_rate"].get<double>(), 1.0);
+    EXPECT_GT(cache["tg_disk_bytes_per_token"].get<double>(), 0.0);
+    // Peak RSS covers the whole process (code, libraries, the mapped file's header pages), which
+    // the budget's working-memory share is meant to hold.
+    EXPECT_LE(out["peak_rss_bytes"].get<double>(), double(budget));
+
+    // The statistics were saved at exit; a second run starts hot from them.
+    const nlohmann::json saved = nlohmann::json::parse(testing::read_text(stats));
+    EXPECT_EQ(saved["format"], "k3-expert-stats");
+    const testing::CommandResult again =
+        testing::run_k3({"bench", "-m", model, "--mem-budget", std::to_string(budget), "-p", "0", "-n", "4", "-r", "1",
+                         "-t", "2", "--json", "--expert-stats", stats, "--warmup-experts", "hot"});
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+}
+
+}  // namespace
+}  // namespace k3
