@@ -6,8 +6,10 @@ tensor::DequantizeRow dequantize_row_kernel(tensor::Type type, Isa isa) {
     if (!isa_supported(isa)) return nullptr;
     const tensor::TypeTraits* traits = tensor::find_type(uint32_t(type));
     if (!traits || !traits->dequantize_row) return nullptr;
-    if (isa != Isa::scalar)
+    if (isa != Isa::scalar) {
         if (tensor::DequantizeRow simd = avx2_dequantize_row(type)) return simd;
+        if (tensor::DequantizeRow simd = avx2_dequantize_simple_row(type)) return simd;
+    }
     return traits->dequantize_row;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/dot.h"
+#include "kernels/mxfp4_avx2.h"
 #include "tensor/float_formats.h"
 
 #define K3_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -84,14 +85,6 @@ K3_AVX2 float dot_row_q8_0(const void* row, const float* x, int64_t n) {
     return horizontal_sum(acc);
 }
 
-// E2M1 codes to ggml's doubled values: magnitude from the low three bits, sign from bit 3.
-K3_AVX2 inline __m256 mxfp4_values(__m256i codes) {
-    const __m256 magnitudes = _mm256_setr_ps(0, 1, 2, 3, 4, 6, 8, 12);
-    const __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, codes);
-    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(codes, _mm256_set1_epi32(8)), 28);
-    return _mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign));
-}
-
 K3_AVX2 float dot_row_mxfp4(const void* row, const float* x, int64_t n) {
     const auto* block = static_cast<const uint8_t*>(row);
     const __m256i low_mask = _mm256_set1_epi32(15);
@@ -100,8 +93,8 @@ K3_AVX2 float dot_row_mxfp4(const void* row, const float* x, int64_t n) {
         __m256 part = _mm256_setzero_ps();
         for (int g = 0; g < 2; ++g) {
             const __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(block + 1 + 8 * g)));
-            const __m256 lo = mxfp4_values(_mm256_and_si256(bytes, low_mask));
-            const __m256 hi = mxfp4_values(_mm256_srli_epi32(bytes, 4));
+            const __m256 lo = mxfp4_values_avx2(_mm256_and_si256(bytes, low_mask));
+            const __m256 hi = mxfp4_values_avx2(_mm256_srli_epi32(bytes, 4));
             part = _mm256_fmadd_ps(lo, _mm256_loadu_ps(x + i + 8 * g), part);
             part = _mm256_fmadd_ps(hi, _mm256_loadu_ps(x + i + 16 + 8 * g), part);
         }

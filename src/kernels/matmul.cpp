@@ -5,6 +5,7 @@
 
 #include "kernels/dequant.h"
 #include "kernels/dot.h"
+#include "kernels/matmul_tile.h"
 
 namespace k3::kernels {
 
@@ -21,7 +22,33 @@ void matvec_rows(DotRowFn dot, const MatrixView& w, int64_t first, int64_t last,
     for (int64_t r = first; r < last; ++r) y[r] = dot(w.row(r), x, w.cols);
 }
 
+// The scalar level of the micro-kernel (matmul_tile.h): one-lane "vectors".
+struct ScalarLane {
+    using F = float;
+    using Mask = int;
+    static constexpr int kWidth = 1;
+    static F zero() { return 0.0f; }
+    static F load(const float* p) { return *p; }
+    static Mask tail(int64_t) { return 0; }  // never partial: every row length is a multiple of 1
+    static F load(const float* p, Mask) { return *p; }
+    static F fmadd(F a, F b, F c) { return a * b + c; }
+    static float reduce_add(F v) { return v; }
+};
+
+// A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
+constexpr size_t kTileBytes = size_t(512) << 10;
+
 }  // namespace
+
+TileProductFn tile_product_kernel(Isa isa) {
+    if (!isa_supported(isa)) return nullptr;
+    switch (isa) {
+        case Isa::scalar: return &simd::TileProduct<ScalarLane, 4, 4>::product;
+        case Isa::avx2: return avx2_tile_product();
+        case Isa::avx512: return avx512_tile_product();
+    }
+    return nullptr;
+}
 
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
             float* y, int64_t y_stride) {
@@ -35,16 +62,20 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
         });
         return;
     }
-    // Several tokens: dequantize a tile of rows once (f32 weights are used in place).
+    // Several tokens: decode a tile of rows once (f32 weights are used in place) and multiply it
+    // with every token by the level's micro-kernel. Tiles are L2-sized, so that the tile stays
+    // cached while the token rows stream past it.
+    static const TileProductFn product = tile_product_kernel(best_isa());
     const bool is_f32 = w.type->type == tensor::Type::F32;
-    const int64_t tile = std::min<int64_t>(rows_per_task(w.rows, pool.size(), 4), 64);
+    const int64_t l2_rows = int64_t(kTileBytes / (size_t(w.cols) * sizeof(float)));
+    const int64_t tile = std::max<int64_t>(4, std::min(rows_per_task(w.rows, pool.size(), 4), l2_rows) / 4 * 4);
     // One decode buffer per pool thread, owned by this call: a thread_local buffer in the pool's
     // threads was reported as leaked by LeakSanitizer.
     std::vector<std::vector<float>> scratch_of_thread(is_f32 ? 0 : size_t(pool.size()));
     const tensor::DequantizeRow decode = dequantize_row_kernel(w.type->type);  // SIMD where there is one
     pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int thread) {
         const int64_t first = task * tile, count = std::min(w.rows, first + tile) - first;
-        const float* rows = reinterpret_cast<const float*>(w.row(first));
+        const float* rows = reinterpret_cast<const float*>(w.row(first));  // [count][cols], stride apart
         int64_t stride = int64_t(w.row_stride / sizeof(float));
         if (!is_f32) {
             std::vector<float>& scratch = scratch_of_thread[size_t(thread)];
@@ -53,11 +84,7 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
             rows = scratch.data();
             stride = w.cols;
         }
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            const float* xt = x + t * x_stride;
-            float* yt = y + t * y_stride + first;
-            for (int64_t r = 0; r < count; ++r) yt[r] = dot_f32(rows + r * stride, xt, w.cols);
-        }
+        product(rows, stride, count, w.cols, x, x_stride, n_tokens, y + first, y_stride);
     });
 }
 

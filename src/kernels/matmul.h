@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/isa.h"
 #include "kernels/thread_pool.h"
 #include "tensor/tensor_type.h"
 
@@ -27,13 +28,25 @@ struct MatrixView {
 
 // Y[t][r] = sum_c W[r][c] * X[t][c]   for t < n_tokens, r < W.rows.
 // X rows are x_stride floats apart, Y rows y_stride floats apart; Y is overwritten.
-// One token: each row through the type's dot kernel (memory bound). Several: a tile of rows is
-// dequantized once to f32 and reused for every token.
+// One or two tokens: each row through the type's dot kernel (memory bound). More: a tile of rows
+// is decoded once to f32 and multiplied with all tokens by a register-blocked micro-kernel.
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
             float* y, int64_t y_stride);
 
 // The same product on the calling thread with scalar kernels only: the test reference.
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
                       int64_t y_stride);
+
+// The multi-token product of a decoded f32 tile (matmul_tile.h, per level):
+//   y[t][r] = sum_c w[r][c] * x[t][c]   for r < rows, t < n_tokens, c < cols.
+// w: [rows][cols] rows w_stride floats apart; x: [n_tokens][cols] rows x_stride apart;
+// y: [n_tokens][rows] rows y_stride apart, overwritten.
+using TileProductFn = void (*)(const float* w, int64_t w_stride, int64_t rows, int64_t cols, const float* x,
+                               int64_t x_stride, int64_t n_tokens, float* y, int64_t y_stride);
+
+// The kernel of `isa`; null if this CPU lacks it.
+TileProductFn tile_product_kernel(Isa isa);
+TileProductFn avx2_tile_product();    // matmul_avx2.cpp
+TileProductFn avx512_tile_product();  // matmul_avx512.cpp
 
 }  // namespace k3::kernels

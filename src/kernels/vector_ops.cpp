@@ -4,9 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/dot.h"
-
 namespace k3::kernels {
+namespace reference {
 
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) {
     // Sum in double as ggml does, so long rows do not drift.
@@ -38,22 +37,26 @@ void softmax(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+void exp(const float* x, int64_t n, float* out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
+}
+
 void sigmoid(const float* x, int64_t n, float* out) {
-    for (int64_t i = 0; i < n; ++i) out[i] = sigmoid(x[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = kernels::sigmoid(x[i]);
 }
 
 void silu(const float* x, int64_t n, float* out) {
-    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * sigmoid(x[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * kernels::sigmoid(x[i]);
 }
 
 void multiply_sigmoid(const float* gate, int64_t n, float* out) {
-    for (int64_t i = 0; i < n; ++i) out[i] *= sigmoid(gate[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] *= kernels::sigmoid(gate[i]);
 }
 
 void situ(const float* gate, const float* up, float beta, float linear_beta, int64_t n, float* out) {
     for (int64_t i = 0; i < n; ++i) {
         const float g = gate[i];
-        const float gate_part = beta * std::tanh(g / beta) * sigmoid(g);
+        const float gate_part = beta * std::tanh(g / beta) * kernels::sigmoid(g);
         const float up_part = linear_beta > 0.0f ? linear_beta * std::tanh(up[i] / linear_beta) : up[i];
         out[i] = gate_part * up_part;
     }
@@ -75,6 +78,49 @@ void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t cha
         }
         std::copy(window.end() - history, window.end(), s);
     }
+}
+
+}  // namespace reference
+
+const VectorOpsKernels* vector_ops_kernels(Isa isa) {
+    static const VectorOpsKernels scalar{.rms_norm = reference::rms_norm,
+                                         .l2_norm = reference::l2_norm,
+                                         .softmax = reference::softmax,
+                                         .exp = reference::exp,
+                                         .sigmoid = reference::sigmoid,
+                                         .silu = reference::silu,
+                                         .multiply_sigmoid = reference::multiply_sigmoid,
+                                         .situ = reference::situ,
+                                         .causal_conv = reference::causal_conv};
+    if (!isa_supported(isa)) return nullptr;
+    switch (isa) {
+        case Isa::scalar: return &scalar;
+        case Isa::avx2: return &avx2_vector_ops();
+        case Isa::avx512: return &avx512_vector_ops();
+    }
+    return nullptr;
+}
+
+namespace {
+const VectorOpsKernels& best() {
+    static const VectorOpsKernels& kernels = *vector_ops_kernels(best_isa());
+    return kernels;
+}
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) { best().rms_norm(x, w, eps, n, out); }
+void l2_norm(const float* x, float eps, int64_t n, float* out) { best().l2_norm(x, eps, n, out); }
+void softmax(float* x, int64_t n) { best().softmax(x, n); }
+void exp(const float* x, int64_t n, float* out) { best().exp(x, n, out); }
+void sigmoid(const float* x, int64_t n, float* out) { best().sigmoid(x, n, out); }
+void silu(const float* x, int64_t n, float* out) { best().silu(x, n, out); }
+void multiply_sigmoid(const float* gate, int64_t n, float* out) { best().multiply_sigmoid(gate, n, out); }
+void situ(const float* gate, const float* up, float beta, float linear_beta, int64_t n, float* out) {
+    best().situ(gate, up, beta, linear_beta, n, out);
+}
+void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t channels, const float* w, int k,
+                 float* state, float* out, int64_t out_stride) {
+    best().causal_conv(u, u_stride, n_tokens, channels, w, k, state, out, out_stride);
 }
 
 }  // namespace k3::kernels

@@ -120,8 +120,8 @@ TEST_P(SimdDecode, FusedDotIsDotF32OfDecodedWeights) {
     }
 }
 
-// Through the seam: matmul (one token: the best dot kernel; four: SIMD-decoded tiles and an f32
-// dot) against matmul_reference (scalar decode-then-sum; both within the bound above of the exact
+// Through the seam: matmul (one token: the best dot kernel; four: SIMD-decoded tiles and the
+// micro-kernel of matmul_tile.h) against matmul_reference (scalar decode-then-sum; both within the bound above of the exact
 // value, so within twice it of each other).
 TEST_P(SimdDecode, MatmulAgreesWithScalarReference) {
     const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));

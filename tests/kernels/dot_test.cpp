@@ -2,10 +2,12 @@
 // weight type and for row lengths that exercise the vector tails.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/dequant.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
@@ -90,26 +92,106 @@ TEST(DotKernels, Mxfp4HalfScaleFollowsGgml) {
     EXPECT_EQ(mxfp4_half_scale(254), std::ldexp(1.0f, 126));
 }
 
-TEST(Matmul, MatchesReferenceForEveryTokenCountAndType) {
+// The decoders of the one-scale formats (dequant_simple_avx2.cpp) write the traits' values bit
+// for bit: every MXFP4 exponent and code (random bytes), F16/BF16 bit patterns that are not NaN
+// at lengths with tails, Q8_0 from its encoder.
+TEST(DequantizeRowKernel, OneScaleFormatsDecodeExactlyLikeTheirTraits) {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (Type type : {Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4}) {
+        const tensor::TypeTraits& t = tensor::traits(type);
+        for (Isa isa : {Isa::avx2, Isa::avx512}) {
+            const tensor::DequantizeRow decode = dequantize_row_kernel(type, isa);
+            if (!isa_supported(isa)) continue;
+            ASSERT_NE(decode, nullptr);
+            EXPECT_NE(decode, t.dequantize_row) << t.name << ": no SIMD decoder";
+            for (int64_t n : {int64_t(t.block_size) * 64, int64_t(t.block_size) * 3 + (t.block_size == 1 ? 5 : 0)}) {
+                std::vector<uint8_t> bytes(tensor::row_bytes(t, n));
+                if (type == Type::Q8_0) {
+                    bytes = random_row(t, n, rng);
+                } else {
+                    for (uint8_t& b : bytes) b = uint8_t(byte(rng));
+                    if (type != Type::MXFP4)  // clear NaN patterns: exponent all ones -> all but the top bit
+                        for (size_t i = 0; i < bytes.size(); i += 2) {
+                            uint16_t h = uint16_t(bytes[i] | bytes[i + 1] << 8);
+                            const uint16_t exponent_mask = type == Type::F16 ? 0x7c00 : 0x7f80;
+                            if ((h & exponent_mask) == exponent_mask) h = uint16_t(h & ~0x4000);
+                            bytes[i] = uint8_t(h);
+                            bytes[i + 1] = uint8_t(h >> 8);
+                        }
+                }
+                std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+                decode(bytes.data(), got.data(), n);
+                t.dequantize_row(bytes.data(), want.data(), n);
+                for (int64_t i = 0; i < n; ++i)
+                    ASSERT_EQ(std::bit_cast<uint32_t>(got[size_t(i)]), std::bit_cast<uint32_t>(want[size_t(i)]))
+                        << t.name << " " << isa_name(isa) << " n=" << n << " i=" << i;
+            }
+        }
+    }
+}
+
+TEST(Matmul, MatchesReferenceForEveryTokenCountRowCountAndType) {
     std::mt19937 rng(3);
     ThreadPool pool(3);
-    for (Type type : {Type::F32, Type::BF16, Type::Q8_0, Type::MXFP4, Type::Q4_K}) {
+    for (Type type : kTypes) {
         const tensor::TypeTraits& t = tensor::traits(type);
         if (!t.dequantize_row || !t.quantize_row) continue;
-        const int64_t cols = 256, rows = 37;
-        std::vector<uint8_t> data;
-        for (int64_t r = 0; r < rows; ++r) {
-            const std::vector<uint8_t> row = random_row(t, cols, rng);
-            data.insert(data.end(), row.begin(), row.end());
+        const int64_t cols = 256;
+        for (int64_t rows : {1, 37, 133}) {  // one row, odd counts (partial row blocks, tiles)
+            std::vector<uint8_t> data;
+            for (int64_t r = 0; r < rows; ++r) {
+                const std::vector<uint8_t> row = random_row(t, cols, rng);
+                data.insert(data.end(), row.begin(), row.end());
+            }
+            const MatrixView w{&t, data.data(), cols, rows, tensor::row_bytes(t, cols)};
+            for (int64_t n_tokens : {1, 2, 3, 7, 9, 13}) {  // odd counts: partial token blocks
+                const int64_t x_stride = cols + 5, y_stride = rows + 3;  // strided rows
+                const std::vector<float> x = random_vector(n_tokens * x_stride, rng);
+                std::vector<float> y(size_t(n_tokens * y_stride), -1.0f), y_ref = y;
+                matmul(pool, w, x.data(), x_stride, n_tokens, y.data(), y_stride);
+                matmul_reference(w, x.data(), x_stride, n_tokens, y_ref.data(), y_stride);
+                for (size_t i = 0; i < y.size(); ++i)
+                    ASSERT_NEAR(y[i], y_ref[i], 2e-3) << t.name << " rows=" << rows << " tokens=" << n_tokens << " " << i;
+            }
         }
-        const MatrixView w{&t, data.data(), cols, rows, tensor::row_bytes(t, cols)};
-        for (int64_t n_tokens : {1, 2, 3, 9}) {
-            const int64_t x_stride = cols + 5, y_stride = rows + 3;  // strided rows
-            const std::vector<float> x = random_vector(n_tokens * x_stride, rng);
-            std::vector<float> y(size_t(n_tokens * y_stride), -1.0f), y_ref = y;
-            matmul(pool, w, x.data(), x_stride, n_tokens, y.data(), y_stride);
-            matmul_reference(w, x.data(), x_stride, n_tokens, y_ref.data(), y_stride);
-            for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 2e-3) << t.name << " " << n_tokens << " " << i;
+    }
+}
+
+// Each level's micro-kernel against the product summed in double, for shapes that leave every
+// kind of remainder: rows and tokens not multiples of the register block, columns not multiples
+// of the vector width. Padding between the rows of y stays untouched.
+TEST(Matmul, EveryLevelsTileProductMatchesTheExactProduct) {
+    std::mt19937 rng(4);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        const TileProductFn product = tile_product_kernel(isa);
+        if (!isa_supported(isa)) {
+            EXPECT_EQ(product, nullptr);
+            continue;
+        }
+        ASSERT_NE(product, nullptr);
+        for (int64_t cols : {1, 7, 16, 37, 100}) {
+            for (int64_t rows : {1, 3, 4, 5, 9}) {
+                for (int64_t n_tokens : {1, 2, 4, 5, 6, 7, 13}) {
+                    const int64_t w_stride = cols + 3, x_stride = cols + 5, y_stride = rows + 2;
+                    const std::vector<float> w = random_vector(rows * w_stride, rng), x = random_vector(n_tokens * x_stride, rng);
+                    std::vector<float> y(size_t(n_tokens * y_stride), -7.0f);
+                    product(w.data(), w_stride, rows, cols, x.data(), x_stride, n_tokens, y.data(), y_stride);
+                    for (int64_t t = 0; t < n_tokens; ++t) {
+                        for (int64_t r = 0; r < y_stride; ++r) {
+                            const float got = y[size_t(t * y_stride + r)];
+                            if (r >= rows) {
+                                ASSERT_EQ(got, -7.0f) << "padding written";
+                                continue;
+                            }
+                            double exact = 0.0;
+                            for (int64_t c = 0; c < cols; ++c) exact += double(w[size_t(r * w_stride + c)]) * x[size_t(t * x_stride + c)];
+                            ASSERT_NEAR(got, exact, 1e-5 * double(cols))
+                                << isa_name(isa) << " cols=" << cols << " rows=" << rows << " tokens=" << n_tokens;
+                        }
+                    }
+                }
+            }
         }
     }
 }
