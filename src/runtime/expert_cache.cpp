@@ -94,28 +94,31 @@ void ExpertCache::read_entry(int64_t il, int32_t expert) {
     landed_.notify_all();
 }
 
-bool ExpertCache::evict_one() {
+util::AnonymousMemory ExpertCache::evict_one() {
     std::vector<ExpertKey> candidates;
     for (int64_t il = 0; il < int64_t(layers_.size()); ++il)
         for (int32_t x = 0; x < n_expert_; ++x) {
             const Entry& e = entry(il, x);
             if (e.state == State::ready && !e.pinned) candidates.push_back({il, x});
         }
-    if (candidates.empty()) return false;
+    if (candidates.empty()) return {};
     const ExpertKey victim = stats_.lowest(candidates);
     Entry& e = entry(victim.layer, victim.expert);
     held_ -= e.memory.size();
-    e.memory = util::AnonymousMemory();
     e.state = State::absent;
-    return true;
+    return std::move(e.memory);
 }
 
 bool ExpertCache::start_read(std::unique_lock<std::mutex>&, int64_t il, int32_t expert) {
     const uint64_t bytes = entry_bytes(layers_[size_t(il)], expert);
-    while (held_ + bytes > capacity_)
-        if (!evict_one()) return false;
+    util::AnonymousMemory reusable;
+    while (held_ + bytes > capacity_) {
+        util::AnonymousMemory freed = evict_one();
+        if (freed.size() == 0) return false;
+        if (freed.size() == bytes) reusable = std::move(freed);
+    }
     Entry& e = entry(il, expert);
-    e.memory = util::AnonymousMemory(bytes);
+    e.memory = reusable.size() == bytes ? std::move(reusable) : util::AnonymousMemory(bytes);
     e.state = State::loading;
     held_ += bytes;
     counters_.peak_bytes = std::max(counters_.peak_bytes, held_);

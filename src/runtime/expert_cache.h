@@ -92,7 +92,10 @@ private:
     // Starts reading an absent entry if it fits, evicting as needed; false if it cannot fit now.
     bool start_read(std::unique_lock<std::mutex>& lock, int64_t il, int32_t expert);
     void read_entry(int64_t il, int32_t expert);  // on an I/O thread
-    bool evict_one();                             // the lowest-scoring unpinned resident entry
+    // Evicts the lowest-scoring unpinned resident entry and hands back its memory (empty when
+    // nothing can be evicted), so that a read of the same size can reuse it: no unmapping,
+    // mapping and zero-filling of fresh pages.
+    util::AnonymousMemory evict_one();
     void abandon_request();                       // after a failed read: unpin, forget the layer
     void pump(std::unique_lock<std::mutex>& lock);  // starts pending reads that fit
 

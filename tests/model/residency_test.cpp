@@ -52,7 +52,9 @@ TEST_P(ResidencyParity, LogitsUnderABudgetOfThreeExpertsAreByteIdentical) {
         SCOPED_TRACE(c.name);
         // Whole sequence in one batch.
         EXPECT_TRUE(same_bytes(plain->new_session()->eval(c.tokens, true), budgeted->new_session()->eval(c.tokens, true)));
-        // Token by token, then greedy for as many tokens as the reference continuation.
+        // Token by token, then greedy for as many tokens as the reference continuation; the
+        // short cases only (every read of a streamed expert waits on the disk).
+        if (c.prompt.size() > 48) continue;
         auto a = plain->new_session(), b = budgeted->new_session();
         std::vector<float> row_a, row_b;
         for (int32_t token : c.prompt) {
