@@ -125,11 +125,8 @@ int run_bench(int argc, char** argv) {
     }
     const double pp = median(pp_rates), tg = median(tg_rates);
     const double peak = double(peak_resident_bytes());  // before the bandwidth probe's buffer
-    const double bandwidth = measure_read_bandwidth(engine->n_threads());
     const double bytes_per_token = double(engine->weight_bytes_per_token());
-    // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
-    // what the memory system can deliver.
-    const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
+    const int n_threads = engine->n_threads();
     struct CacheFigures {
         double hit_rate = 0, bytes_per_token = 0, io_wait_fraction = 0;
         uint64_t capacity = 0, peak = 0;
@@ -142,12 +139,18 @@ int run_bench(int argc, char** argv) {
                              tg_seconds > 0 ? tg_wait_seconds / tg_seconds : 0.0, counters->capacity,
                              counters->peak_bytes};
     }
+    // The model goes before the probe's buffer arrives: under a memory cap both may not fit.
+    engine.reset();
+    const double bandwidth = measure_read_bandwidth(n_threads);
+    // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
+    // what the memory system can deliver.
+    const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
     if (json) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
             "\"load_s\":%.3f,\"pp_tokens_per_s\":%.3f,\"tg_tokens_per_s\":%.3f,\"peak_rss_bytes\":%.0f,"
             "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f",
-            model_path.c_str(), engine->n_threads(), n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
+            model_path.c_str(), n_threads, n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
             bytes_per_token, bandwidth, fraction);
         if (cache)
             std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
@@ -156,7 +159,7 @@ int run_bench(int argc, char** argv) {
                         cache->bytes_per_token, cache->io_wait_fraction);
         std::printf("}\n");
     } else {
-        std::printf("model            %s (%d threads)\n", model_path.c_str(), engine->n_threads());
+        std::printf("model            %s (%d threads)\n", model_path.c_str(), n_threads);
         std::printf("load             %.3f s\n", load_s);
         if (n_prompt > 0) std::printf("prompt (pp%d)    %.2f tokens/s (median of %d)\n", n_prompt, pp, repetitions);
         if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);

@@ -101,7 +101,7 @@ std::optional<MemoryLimit> detect_memory_limit() {
 }
 
 uint64_t budget_from_limit(uint64_t limit_bytes) {
-    const uint64_t margin = std::max(limit_bytes / 10, uint64_t(256) << 20);
+    const uint64_t margin = std::max(limit_bytes / 20, uint64_t(64) << 20);
     return limit_bytes > margin ? limit_bytes - margin : 0;
 }
 

@@ -34,7 +34,8 @@ struct MemoryLimit {
 };
 std::optional<MemoryLimit> detect_memory_limit();
 
-// The limit less a margin for everything k3 does not count: max(10%, 256 MiB).
+// The limit less a margin for what the working-memory estimate misses: max(5%, 64 MiB). (The
+// estimate is generous, and reads bypass the page cache, which cgroup v1 would count.)
 uint64_t budget_from_limit(uint64_t limit_bytes);
 
 // Memory a forward pass needs besides the weights, estimated from the shape: one sequence's

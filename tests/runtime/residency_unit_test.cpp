@@ -110,11 +110,11 @@ TEST(MemoryBudget, MemAvailable) {
     EXPECT_EQ(parse_mem_available("MemTotal: 1 kB\n"), std::nullopt);
 }
 
-TEST(MemoryBudget, MarginIsTenPercentOrAQuarterGiB) {
+TEST(MemoryBudget, MarginIsFivePercentOr64MiB) {
     const uint64_t MiB = uint64_t(1) << 20;
-    EXPECT_EQ(budget_from_limit(10240 * MiB), 9216 * MiB);  // 10% = 1024 MiB
-    EXPECT_EQ(budget_from_limit(1024 * MiB), 768 * MiB);    // 256 MiB > 10%
-    EXPECT_EQ(budget_from_limit(100 * MiB), 0u);
+    EXPECT_EQ(budget_from_limit(10240 * MiB), 9728 * MiB);  // 5% = 512 MiB
+    EXPECT_EQ(budget_from_limit(1024 * MiB), 960 * MiB);    // 64 MiB > 5%
+    EXPECT_EQ(budget_from_limit(50 * MiB), 0u);
 }
 
 TEST(MemoryBudget, SplitLeavesTheRestToTheCacheOrNamesTheSizes) {
