@@ -10,9 +10,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace k3::kernels {
-
-namespace simd {
+namespace k3::kernels::simd {
 
 template <class V, int kRows, int kTokens>
 struct TileProduct {
@@ -82,5 +80,4 @@ struct TileProduct {
     }
 };
 
-}  // namespace simd
-}  // namespace k3::kernels
+}  // namespace k3::kernels::simd
