@@ -19,16 +19,7 @@
 namespace k3::kernels {
 
 const VectorOpsKernels& avx2_vector_ops() {
-    using Ops = simd::VectorOps<simd::Avx2>;
-    static const VectorOpsKernels kernels{.rms_norm = Ops::rms_norm,
-                                          .l2_norm = Ops::l2_norm,
-                                          .softmax = Ops::softmax,
-                                          .exp = Ops::exp,
-                                          .sigmoid = Ops::sigmoid,
-                                          .silu = Ops::silu,
-                                          .multiply_sigmoid = Ops::multiply_sigmoid,
-                                          .situ = Ops::situ,
-                                          .causal_conv = Ops::causal_conv};
+    static const VectorOpsKernels kernels = simd::vector_ops_table<simd::Avx2>();
     return kernels;
 }
 

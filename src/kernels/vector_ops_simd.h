@@ -14,6 +14,8 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/vector_ops.h"
+
 namespace k3::kernels::simd {
 
 template <class V>
@@ -193,5 +195,20 @@ struct VectorOps {
         }
     }
 };
+
+// The dispatch table of one level: every entry point of VectorOps<V>.
+template <class V>
+VectorOpsKernels vector_ops_table() {
+    using Ops = VectorOps<V>;
+    return {.rms_norm = Ops::rms_norm,
+            .l2_norm = Ops::l2_norm,
+            .softmax = Ops::softmax,
+            .exp = Ops::exp,
+            .sigmoid = Ops::sigmoid,
+            .silu = Ops::silu,
+            .multiply_sigmoid = Ops::multiply_sigmoid,
+            .situ = Ops::situ,
+            .causal_conv = Ops::causal_conv};
+}
 
 }  // namespace k3::kernels::simd
