@@ -140,7 +140,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         slot.summary.total_ms = ms_between(slot.pending->submitted, Clock::now());
     };
     // Calls into a sink are guarded so that one faulty consumer cannot take the loop down.
-    auto deliver = [&](Slot& slot, int32_t token) {
+    auto deliver = [&](Slot& slot, const SampledToken& token) {
         try {
             return slot.pending->sink->on_token(token);
         } catch (const std::exception& e) {
@@ -187,7 +187,14 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
             if (slot.prefilling()) continue;
         }
         const GenerationParams& params = slot.pending->request.params;
-        const int32_t token = slot.sampler.sample(inputs[i].logits);
+        SampledToken sampled;
+        try {
+            sampled = slot.sampler.sample_token(inputs[i].logits);
+        } catch (const std::exception& e) {  // e.g. a grammar no token can continue
+            finish(slot, JobOutcome::error, FinishReason::caller, e.what());
+            continue;
+        }
+        const int32_t token = sampled.id;
         if (std::binary_search(params.stop_ids.begin(), params.stop_ids.end(), token)) {
             finish(slot, JobOutcome::finished, FinishReason::stop_id);
             continue;
@@ -195,7 +202,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         if (slot.summary.n_generated++ == 0)
             slot.summary.first_token_ms = ms_between(slot.pending->submitted, Clock::now());
         ++generated_tokens;
-        if (!deliver(slot, token)) {
+        if (!deliver(slot, sampled)) {
             if (!slot.done) finish(slot, JobOutcome::finished, FinishReason::caller);
         } else if (params.max_tokens > 0 && slot.summary.n_generated >= params.max_tokens) {
             finish(slot, JobOutcome::finished, FinishReason::length);

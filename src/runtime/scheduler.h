@@ -61,9 +61,10 @@ struct GenerationSummary {
 class TokenSink {
 public:
     virtual ~TokenSink() = default;
-    // A sampled token (stop ids are not delivered); return false to stop after it (e.g. a stop
-    // string matched): the summary then says FinishReason::caller.
-    virtual bool on_token(int32_t token) = 0;
+    // A sampled token (stop ids are not delivered), with its log-probabilities when the request's
+    // SamplerParams asked for them; return false to stop after it (e.g. a stop string matched):
+    // the summary then says FinishReason::caller.
+    virtual bool on_token(const SampledToken& token) = 0;
     // Called exactly once, last.
     virtual void on_finish(const GenerationSummary& summary) = 0;
 };

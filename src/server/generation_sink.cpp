@@ -41,7 +41,8 @@ Json GenerationSink::chat_chunk(Json delta, const Json& finish_reason) const {
             {"choices", Json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
 }
 
-bool GenerationSink::on_token(int32_t token) {
+bool GenerationSink::on_token(const runtime::SampledToken& sampled) {
+    const int32_t token = sampled.id;
     tokens_.push_back(token);
     const std::string text = stops_.push(detokenizer_.push(token));
     if (endpoint_ == Endpoint::llama_completion) {

@@ -36,7 +36,7 @@ public:
 
     // For streams: the response head and, for chat, the opening chunk (role "assistant").
     void begin();
-    bool on_token(int32_t token) override;
+    bool on_token(const runtime::SampledToken& sampled) override;
     void on_finish(const runtime::GenerationSummary& summary) override;
 
 private:

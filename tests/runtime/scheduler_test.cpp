@@ -22,9 +22,9 @@ using runtime::JobOutcome;
 class CollectingSink : public runtime::TokenSink {
 public:
     explicit CollectingSink(bool hold = false) : hold_(hold) {}
-    bool on_token(int32_t token) override {
+    bool on_token(const runtime::SampledToken& token) override {
         std::unique_lock lock(mutex_);
-        tokens_.push_back(token);
+        tokens_.push_back(token.id);
         entered_ = true;
         changed_.notify_all();
         changed_.wait(lock, [&] { return !hold_; });
