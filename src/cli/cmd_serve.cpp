@@ -35,6 +35,8 @@ int run_serve(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")
         ->check(CLI::PositiveNumber);
+    app.add_option("--grammar-file", options.grammar_file, "GBNF grammar for requests that give no grammar or schema")
+        ->check(CLI::ExistingFile);
     add_residency_options(app, options.residency);
     CLI11_PARSE(app, argc, argv);
     return server::serve(options);

@@ -12,8 +12,6 @@ namespace k3::grammar {
 
 namespace {
 
-constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
 bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
 }
@@ -170,7 +168,7 @@ private:
             if (digit < 0) fail("expected " + std::to_string(digits) + " hex digits in an escape");
             value = (value << 4) | uint32_t(digit);
         }
-        if (value > kMaxCodePoint) fail("escape beyond U+10FFFF");
+        if (value > kMaxSymbol) fail("escape beyond \\U001FFFFF");
         return value;
     }
 
@@ -369,7 +367,7 @@ private:
         const size_t n = grammar_.rules.size();
         std::vector<bool> productive(n, false);
         auto element_productive = [&](const Element& e) {
-            return e.kind == Element::Kind::rule ? bool(productive[e.rule]) : e.matches_any_in(0, kMaxCodePoint);
+            return e.kind == Element::Kind::rule ? bool(productive[e.rule]) : e.matches_any_in(0, kMaxSymbol);
         };
         for (bool changed = true; changed;) {
             changed = false;

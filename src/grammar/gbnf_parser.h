@@ -5,7 +5,8 @@
 //
 // rules `name ::= alternatives` (names of [a-zA-Z0-9-]; one rule per line, a rule continues on
 // the next line inside parentheses or after `|`), literals "..." and classes [...] / [^...] with
-// ranges and the escapes \x.. \u.... \U........ \t \r \n \\ \" \[ \], `.` (any code point),
+// ranges and the escapes \x.. \u.... \U........ \t \r \n \\ \" \[ \] (\U up to 001FFFFF: past
+// Unicode, the symbols of grammar.h), `.` (any Unicode code point),
 // groups, and the repetitions * + ? {m} {m,} {m,n}. The grammar starts at `root`.
 //
 // Every problem is a k3::Error naming it and where: a syntax error with its line and column, an

@@ -1,5 +1,7 @@
 #include "grammar/grammar.h"
 
+#include <algorithm>
+
 namespace k3::grammar {
 
 bool Element::matches(uint32_t code_point) const {
@@ -12,8 +14,10 @@ bool Element::matches_any_in(uint32_t first, uint32_t last) const {
             if (r.first <= last && first <= r.last) return true;
         return false;
     }
-    // Negated: some code point of [first, last] lies outside every range. Walk the interval
-    // from `first`, jumping past each range that covers the current point.
+    // Negated: some Unicode code point of [first, last] lies outside every range. Walk the
+    // interval from `first`, jumping past each range that covers the current point.
+    if (first > kMaxUnicode) return false;
+    last = std::min(last, kMaxUnicode);
     uint32_t point = first;
     for (bool moved = true; moved;) {
         moved = false;
@@ -26,6 +30,24 @@ bool Element::matches_any_in(uint32_t first, uint32_t last) const {
         }
     }
     return true;
+}
+
+std::shared_ptr<const Grammar> concatenate(std::span<const std::shared_ptr<const Grammar>> parts) {
+    auto joined = std::make_shared<Grammar>();
+    Sequence root;
+    for (const auto& part : parts) {
+        const auto offset = uint32_t(joined->rules.size());
+        for (Rule rule : part->rules) {
+            for (Sequence& alternative : rule.alternatives)
+                for (Element& element : alternative)
+                    if (element.kind == Element::Kind::rule) element.rule += offset;
+            joined->rules.push_back(std::move(rule));
+        }
+        root.push_back({Element::Kind::rule, {}, false, part->root + offset});
+    }
+    joined->root = uint32_t(joined->rules.size());
+    joined->rules.push_back({"root", {std::move(root)}});
+    return joined;
 }
 
 }  // namespace k3::grammar

@@ -5,10 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace k3::grammar {
+
+// Code points above U+10FFFF (up to kMaxSymbol) stand for tokens that are not text, such as a
+// model's control tokens (TokenVocabulary::symbols): no UTF-8 spells them, and only a class
+// that names them matches them ('.' and negated classes match Unicode only).
+inline constexpr uint32_t kMaxUnicode = 0x10FFFF;
+inline constexpr uint32_t kMaxSymbol = 0x1FFFFF;
 
 struct CodePointRange {
     uint32_t first = 0, last = 0;  // inclusive
@@ -37,5 +45,10 @@ struct Grammar {
     std::vector<Rule> rules;
     uint32_t root = 0;
 };
+
+// A grammar matching a string of each part in turn (e.g. free text, then an answer the
+// request's grammar shapes, then a fixed closing): the parts' rules side by side under a new
+// root. Each part has already been checked, so the result needs no checks of its own.
+std::shared_ptr<const Grammar> concatenate(std::span<const std::shared_ptr<const Grammar>> parts);
 
 }  // namespace k3::grammar

@@ -157,6 +157,18 @@ bool Matcher::accept(std::string_view bytes) {
     return true;
 }
 
+bool Matcher::allows_code_point(uint32_t code_point) const {
+    return partial_.remaining == 0 && some_top_matches(stacks_, code_point, code_point);
+}
+
+bool Matcher::accept_code_point(uint32_t code_point) {
+    if (!allows_code_point(code_point)) return false;
+    Stacks next;
+    advance(stacks_, code_point, next);
+    stacks_ = std::move(next);
+    return true;
+}
+
 bool Matcher::can_end() const {
     return partial_.remaining == 0 && std::ranges::binary_search(stacks_, kFinished);
 }

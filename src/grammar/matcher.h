@@ -35,6 +35,10 @@ public:
     // Advances over `bytes`; false (and the state unchanged) if they cannot continue the match.
     // Throws k3::Error when the state would exceed MatcherLimits::max_stacks.
     bool accept(std::string_view bytes);
+    // Advances over one code point (a symbol past Unicode, see grammar.h); false (unchanged) if
+    // it cannot come next or a UTF-8 sequence is half-way.
+    bool accept_code_point(uint32_t code_point);
+    bool allows_code_point(uint32_t code_point) const;
     // The text so far is a complete match (and no code point is half-way).
     bool can_end() const;
     // The text so far is a complete match that nothing can extend.

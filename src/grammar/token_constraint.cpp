@@ -7,10 +7,20 @@
 
 namespace k3::grammar {
 
-TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids)
-    : bytes(std::move(token_bytes)), trie(bytes), end_ids(std::move(end_ids)) {
+TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids, std::vector<Symbol> symbols)
+    : bytes(std::move(token_bytes)), trie(bytes), end_ids(std::move(end_ids)), symbols(std::move(symbols)) {
     for (int32_t id : this->end_ids)
         if (id < 0 || size_t(id) >= bytes.size()) throw Error("grammar: end-of-generation id " + std::to_string(id) + " is outside the vocabulary");
+    for (const Symbol& s : this->symbols)
+        if (s.id < 0 || size_t(s.id) >= bytes.size() || !bytes[size_t(s.id)].empty() || s.code_point <= kMaxUnicode ||
+            s.code_point > kMaxSymbol)
+            throw Error("grammar: symbol token " + std::to_string(s.id) + " must be a token without text and a code point past Unicode");
+}
+
+const TokenVocabulary::Symbol* TokenConstraint::symbol(int32_t token) const {
+    for (const TokenVocabulary::Symbol& s : vocabulary_->symbols)
+        if (s.id == token) return &s;
+    return nullptr;
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
@@ -30,6 +40,7 @@ void TokenConstraint::mask(std::span<float> logits) {
     } else {
         matcher_.allowed_tokens(vocabulary_->trie, allowed_);
     }
+    for (const TokenVocabulary::Symbol& s : vocabulary_->symbols) allowed_[size_t(s.id)] = matcher_.allows_code_point(s.code_point);
     const bool can_end = matcher_.can_end();
     for (int32_t id : vocabulary_->end_ids) allowed_[size_t(id)] = can_end;
     if (std::ranges::find(allowed_, uint8_t(1)) == allowed_.end())
@@ -44,6 +55,10 @@ void TokenConstraint::accept(int32_t token) {
         throw Error("grammar: token " + std::to_string(token) + " is outside the vocabulary");
     if (is_end(token)) {
         if (!matcher_.can_end()) throw Error("grammar: an end-of-generation token before the grammar is complete");
+        return;
+    }
+    if (const TokenVocabulary::Symbol* s = symbol(token)) {
+        if (!matcher_.accept_code_point(s->code_point)) throw Error("grammar: token " + std::to_string(token) + " cannot continue the text");
         return;
     }
     const std::string& bytes = vocabulary_->bytes[size_t(token)];

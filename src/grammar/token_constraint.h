@@ -20,14 +20,19 @@
 namespace k3::grammar {
 
 struct TokenVocabulary {
+    struct Symbol {
+        int32_t id;
+        uint32_t code_point;  // past Unicode (grammar.h): what a grammar writes for the token
+    };
     // token_bytes[id]: what the token adds to the text (empty for control tokens, which a
-    // grammar never allows); end_ids: the tokens that end generation, allowed exactly when the
-    // text is a complete match.
-    TokenVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids);
+    // grammar never allows unless they are symbols); end_ids: the tokens that end generation,
+    // allowed exactly when the text is a complete match.
+    TokenVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids, std::vector<Symbol> symbols = {});
 
     std::vector<std::string> bytes;
     TokenTrie trie;
     std::vector<int32_t> end_ids;
+    std::vector<Symbol> symbols;
 };
 
 class TokenConstraint {
@@ -45,6 +50,7 @@ public:
 
 private:
     bool is_end(int32_t token) const;
+    const TokenVocabulary::Symbol* symbol(int32_t token) const;
 
     Matcher matcher_;
     std::shared_ptr<const TokenVocabulary> vocabulary_;

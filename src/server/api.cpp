@@ -36,7 +36,12 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 Api::Api(const runtime::Engine& engine, const text::Tokenizer& tokenizer, runtime::Scheduler& scheduler,
          ApiOptions options)
-    : engine_(engine), tokenizer_(tokenizer), scheduler_(scheduler), options_(std::move(options)), started_(unix_now()) {
+    : engine_(engine),
+      tokenizer_(tokenizer),
+      scheduler_(scheduler),
+      options_(std::move(options)),
+      started_(unix_now()),
+      output_constraint_(tokenizer, options_.default_grammar) {
     std::optional<std::string> source = engine.file().get_string("tokenizer.chat_template");
     template_.emplace(source ? *source : std::string(text::bundled_kimi_k3_template()));
     const text::Vocabulary& vocab = tokenizer.vocabulary();
@@ -140,9 +145,19 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
                                 std::to_string(n_prompt) + " tokens)",
                        "context_length_exceeded");
 
+    for (const auto& [id, bias] : params.sampling.logit_bias)
+        if (id >= engine_.n_vocab())
+            throw ApiError(400, "'logit_bias' names token " + std::to_string(id) + ", outside the vocabulary of " +
+                                    std::to_string(engine_.n_vocab()), "invalid_value");
+
     runtime::GenerationRequest job_request;
     job_request.prompt = std::move(prompt);
     job_request.params.sampling = params.sampling;
+    if (auto grammar = output_constraint_.for_request(params, chat ? &*chat : nullptr)) {
+        if (params.ignore_eos) throw ApiError(400, "'ignore_eos' cannot be combined with a grammar or schema", "invalid_value");
+        job_request.params.sampling.grammar = std::move(grammar);
+        job_request.params.sampling.vocabulary = output_constraint_.vocabulary();
+    }
     job_request.params.max_tokens = params.max_tokens.value_or(-1);
     if (!params.ignore_eos) job_request.params.stop_ids = tokenizer_.end_of_generation_ids();
 

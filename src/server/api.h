@@ -14,6 +14,7 @@
 
 #include "runtime/scheduler.h"
 #include "server/http_server.h"
+#include "server/output_constraint.h"
 #include "server/request_parsing.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -25,6 +26,7 @@ namespace k3::server {
 struct ApiOptions {
     std::string model_name;  // answered as "model" and listed by /v1/models
     std::string api_key;     // empty: no authentication
+    std::optional<std::string> default_grammar;  // GBNF (--grammar-file) for unconstrained requests
 };
 
 class Api {
@@ -54,6 +56,7 @@ private:
     ApiOptions options_;
     int64_t started_;  // unix seconds
     std::optional<text::ChatTemplate> template_;
+    OutputConstraint output_constraint_;
     std::string bos_text_, eos_text_;
 
     mutable std::mutex metrics_mutex_;

@@ -19,7 +19,9 @@ GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokeniz
       stream_(params.stream),
       include_usage_(params.include_usage),
       detokenizer_(tokenizer),
-      stops_(params.stop) {
+      stops_(params.stop),
+      tokenizer_(tokenizer),
+      want_logprobs_(params.sampling.logprobs) {
     if (chat)
         parser_.emplace(chat->thinking ? text::OutputStart::Think : text::OutputStart::Response,
                         nlohmann::json::parse(chat->tools.dump()));
@@ -31,7 +33,69 @@ void GenerationSink::begin() {
     if (endpoint_ == Endpoint::chat) send_event(chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
 }
 
-void GenerationSink::send_event(const Json& event) { channel_->send("data: " + dump(event) + "\n\n"); }
+void GenerationSink::send_event(const Json& event) {
+    if (!want_logprobs_) return channel_->send("data: " + dump(event) + "\n\n");
+    Json with_logprobs = event;
+    attach_logprobs(with_logprobs);
+    channel_->send("data: " + dump(with_logprobs) + "\n\n");
+}
+
+void GenerationSink::attach_logprobs(Json& event) {
+    if (!want_logprobs_ || logprobs_streamed_ == sampled_.size()) return;
+    if (endpoint_ == Endpoint::llama_completion) {
+        event["completion_probabilities"] = logprobs(logprobs_streamed_);
+    } else {
+        if (!event.contains("choices") || event["choices"].empty()) return;
+        event["choices"][0]["logprobs"] = logprobs(logprobs_streamed_);
+    }
+    logprobs_streamed_ = sampled_.size();
+}
+
+Json GenerationSink::logprobs(size_t from) const {
+    auto token_text = [&](int32_t id) { return std::string(tokenizer_.token_bytes(id)); };
+    auto bytes = [](const std::string& text) {
+        Json list = Json::array();
+        for (char c : text) list.push_back(int(uint8_t(c)));
+        return list;
+    };
+    if (endpoint_ == Endpoint::completions) {
+        Json out = {{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()},
+                    {"text_offset", Json::array()}};
+        size_t offset = 0;
+        for (size_t i = 0; i < sampled_.size(); ++i) {
+            const std::string text = token_text(sampled_[i].id);
+            if (i >= from) {
+                out["tokens"].push_back(text);
+                out["token_logprobs"].push_back(*sampled_[i].logprob);
+                Json top = Json::object();
+                for (const runtime::TokenLogprob& alt : sampled_[i].top) top[token_text(alt.id)] = alt.logprob;
+                out["top_logprobs"].push_back(std::move(top));
+                out["text_offset"].push_back(offset);
+            }
+            offset += text.size();
+        }
+        return out;
+    }
+    const bool llama = endpoint_ == Endpoint::llama_completion;
+    auto entry = [&](int32_t id, float logprob) {
+        const std::string text = token_text(id);
+        Json e = Json::object();
+        if (llama) e["id"] = id;
+        e["token"] = text;
+        e["logprob"] = logprob;
+        e["bytes"] = bytes(text);
+        return e;
+    };
+    Json content = Json::array();
+    for (size_t i = from; i < sampled_.size(); ++i) {
+        Json e = entry(sampled_[i].id, *sampled_[i].logprob);
+        e["top_logprobs"] = Json::array();
+        for (const runtime::TokenLogprob& alt : sampled_[i].top) e["top_logprobs"].push_back(entry(alt.id, alt.logprob));
+        content.push_back(std::move(e));
+    }
+    if (llama) return content;
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
 
 Json GenerationSink::chat_chunk(Json delta, const Json& finish_reason) const {
     return {{"id", identity_.id},
@@ -44,6 +108,7 @@ Json GenerationSink::chat_chunk(Json delta, const Json& finish_reason) const {
 bool GenerationSink::on_token(const runtime::SampledToken& sampled) {
     const int32_t token = sampled.id;
     tokens_.push_back(token);
+    if (want_logprobs_) sampled_.push_back(sampled);
     const std::string text = stops_.push(detokenizer_.push(token));
     if (endpoint_ == Endpoint::llama_completion) {
         content_ += text;
@@ -110,6 +175,7 @@ HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& su
                 {"created", identity_.created},
                 {"model", identity_.model},
                 {"choices", Json::array({{{"index", 0}, {"message", std::move(message)},
+                                          {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
                                           {"finish_reason", finish_reason(summary)}}})},
                 {"usage", usage(summary)}};
     } else {
@@ -117,7 +183,8 @@ HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& su
                 {"object", "text_completion"},
                 {"created", identity_.created},
                 {"model", identity_.model},
-                {"choices", Json::array({{{"text", content_}, {"index", 0}, {"logprobs", nullptr},
+                {"choices", Json::array({{{"text", content_}, {"index", 0},
+                                          {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
                                           {"finish_reason", finish_reason(summary)}}})},
                 {"usage", usage(summary)}};
     }
@@ -152,6 +219,7 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
                      {"timings", {{"queue_ms", summary.queue_ms},
                                   {"first_token_ms", summary.first_token_ms},
                                   {"total_ms", summary.total_ms}}}};
+        if (want_logprobs_ && !stream_) last["completion_probabilities"] = logprobs(0);
         if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump(last), {}});
         send_event(last);
         return channel_->finish();

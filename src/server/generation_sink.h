@@ -47,6 +47,11 @@ private:
     Json usage(const runtime::GenerationSummary& summary) const;
     std::string finish_reason(const runtime::GenerationSummary& summary) const;
     HttpResponse whole_response(const runtime::GenerationSummary& summary) const;
+    // The log-probabilities of the tokens from `from` on, in the endpoint's shape (OpenAI chat's
+    // {"content": [...]}, OpenAI completions' parallel arrays, llama.cpp's list).
+    Json logprobs(size_t from) const;
+    // Puts the tokens not yet streamed into a streamed event (nothing without logprobs).
+    void attach_logprobs(Json& event);
 
     Endpoint endpoint_;
     std::shared_ptr<ResponseChannel> channel_;
@@ -58,6 +63,10 @@ private:
     std::string content_, reasoning_;
     Json tool_calls_ = Json::array();
     std::optional<text::OutputParser> parser_;  // chat only
+    const text::Tokenizer& tokenizer_;
+    bool want_logprobs_;
+    std::vector<runtime::SampledToken> sampled_;  // with logprobs, every generated token
+    size_t logprobs_streamed_ = 0;                // of sampled_
 };
 
 }  // namespace k3::server

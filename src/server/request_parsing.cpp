@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <set>
+#include <string_view>
 
 namespace k3::server {
 
@@ -70,6 +72,81 @@ void check_content(const Json& message, size_t index, bool may_be_empty) {
     }
 }
 
+// Members each endpoint understands; any other is refused rather than silently ignored.
+const std::set<std::string_view> kCommonFields = {
+    "model", "temperature", "top_p", "min_p", "top_k", "seed", "n", "max_tokens", "stop", "stream",
+    "stream_options", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
+    "grammar", "json_schema", "response_format", "user", "ignore_eos"};
+const std::set<std::string_view> kChatFields = {
+    "messages", "max_completion_tokens", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
+    "reasoning_effort", "logprobs", "top_logprobs"};
+const std::set<std::string_view> kCompletionsFields = {"prompt", "logprobs"};
+const std::set<std::string_view> kLlamaCompletionFields = {"prompt", "n_predict", "n_probs", "cache_prompt"};
+
+void refuse_unknown_fields(const Json& body, Endpoint endpoint) {
+    const std::set<std::string_view>& own = endpoint == Endpoint::chat          ? kChatFields
+                                            : endpoint == Endpoint::completions ? kCompletionsFields
+                                                                                : kLlamaCompletionFields;
+    for (const auto& [key, value] : body.items())
+        if (!kCommonFields.contains(key) && !own.contains(key))
+            throw ApiError(400, "'" + key + "' is not supported by k3 on this endpoint", "unsupported_field");
+}
+
+// OpenAI's {"ID": bias} or llama.cpp's [[ID, bias], ...], where a bias of false forbids.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const Json& value) {
+    std::vector<std::pair<int32_t, float>> biases;
+    auto bias_of = [](const Json& bias, const std::string& where) {
+        if (bias.is_boolean() && !bias.get<bool>()) return -std::numeric_limits<float>::infinity();
+        if (!bias.is_number() || !std::isfinite(bias.get<double>()))
+            throw ApiError(400, "'logit_bias' " + where + " must be a number (or false)", "invalid_value");
+        return float(bias.get<double>());
+    };
+    auto id_of = [](const std::string& text) {
+        size_t used = 0;
+        long long id = -1;
+        try {
+            id = std::stoll(text, &used);
+        } catch (const std::exception&) {
+        }
+        if (used != text.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+            throw ApiError(400, "'logit_bias' key '" + text + "' is not a token id", "invalid_value");
+        return int32_t(id);
+    };
+    if (value.is_object()) {
+        for (const auto& [key, bias] : value.items()) biases.emplace_back(id_of(key), bias_of(bias, "for " + key));
+    } else if (value.is_array()) {
+        for (const Json& pair : value) {
+            if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer())
+                throw ApiError(400, "'logit_bias' as an array holds [token id, bias] pairs", "invalid_value");
+            biases.emplace_back(token_id(pair[0], "logit_bias"), bias_of(pair[1], "for " + pair[0].dump()));
+        }
+    } else {
+        wrong_type("logit_bias", "an object {\"token id\": bias} or an array of [id, bias]");
+    }
+    return biases;
+}
+
+// response_format: text (nothing), json_object (optionally with llama-server's "schema"),
+// json_schema {"json_schema": {"schema": ...}}.
+std::optional<Json> response_format_schema(const Json& format) {
+    if (!format.is_object()) wrong_type("response_format", "an object");
+    const Json* type = member(format, "type");
+    if (!type || !type->is_string()) throw ApiError(400, "'response_format' needs a string 'type'", "invalid_value");
+    if (*type == "text") return std::nullopt;
+    if (*type == "json_object") {
+        if (const Json* schema = member(format, "schema")) return *schema;
+        return Json{{"type", "object"}};
+    }
+    if (*type == "json_schema") {
+        const Json* spec = member(format, "json_schema");
+        const Json* schema = spec && spec->is_object() ? member(*spec, "schema") : nullptr;
+        if (!schema) throw ApiError(400, "'response_format' json_schema needs 'json_schema': {\"schema\": ...}", "invalid_value");
+        return *schema;
+    }
+    throw ApiError(400, "'response_format' type '" + type->get<std::string>() + "' is not supported (text, json_object, json_schema)",
+                   "invalid_value");
+}
+
 }  // namespace
 
 Json parse_body(const std::string& body) {
@@ -85,6 +162,7 @@ uint64_t random_seed() {
 }
 
 GenerationParams parse_generation_params(const Json& body, Endpoint endpoint) {
+    refuse_unknown_fields(body, endpoint);
     GenerationParams params;
     runtime::SamplerParams& s = params.sampling;
     constexpr double kHuge = std::numeric_limits<double>::max();
@@ -120,6 +198,52 @@ GenerationParams parse_generation_params(const Json& body, Endpoint endpoint) {
             wrong_type("stop", "a string or an array of strings");
         }
     }
+    s.presence_penalty = float(number_field(body, "presence_penalty", -2.0, 2.0, "between -2 and 2").value_or(0.0));
+    s.frequency_penalty = float(number_field(body, "frequency_penalty", -2.0, 2.0, "between -2 and 2").value_or(0.0));
+    s.repeat_penalty = float(number_field(body, "repeat_penalty", 0.0, kHuge, "a number > 0").value_or(1.0));
+    if (s.repeat_penalty <= 0.0f) throw ApiError(400, "'repeat_penalty' must be a number > 0", "invalid_value");
+    if (const std::optional<int64_t> n = integer_field(body, "repeat_last_n")) {
+        if (*n < -1 || *n > std::numeric_limits<int32_t>::max())
+            throw ApiError(400, "'repeat_last_n' must be -1 (all), 0 (off) or a number of tokens", "invalid_value");
+        s.repeat_last_n = int32_t(*n);
+    }
+    if (const Json* bias = member(body, "logit_bias")) s.logit_bias = parse_logit_bias(*bias);
+    // logprobs: chat's is a boolean with top_logprobs beside it, completions' the number of
+    // alternatives, llama.cpp's n_probs the same.
+    if (endpoint == Endpoint::chat) {
+        s.logprobs = bool_field(body, "logprobs").value_or(false);
+        if (const std::optional<int64_t> top = integer_field(body, "top_logprobs")) {
+            if (*top < 0 || *top > 20) throw ApiError(400, "'top_logprobs' must be between 0 and 20", "invalid_value");
+            if (!s.logprobs) throw ApiError(400, "'top_logprobs' needs 'logprobs': true", "invalid_value");
+            s.top_logprobs = int32_t(*top);
+        }
+    } else {
+        const char* key = endpoint == Endpoint::completions ? "logprobs" : "n_probs";
+        if (const std::optional<int64_t> n = integer_field(body, key)) {
+            if (*n < 0 || *n > 20) throw ApiError(400, std::string("'") + key + "' must be between 0 and 20", "invalid_value");
+            s.logprobs = endpoint == Endpoint::completions || *n > 0;
+            s.top_logprobs = int32_t(*n);
+        }
+    }
+    int constraints = 0;
+    if (const Json* grammar = member(body, "grammar")) {
+        if (!grammar->is_string()) wrong_type("grammar", "a string (GBNF)");
+        params.grammar = grammar->get<std::string>();
+        ++constraints;
+    }
+    if (const Json* schema = member(body, "json_schema")) {
+        params.json_schema = *schema;
+        ++constraints;
+    }
+    if (const Json* format = member(body, "response_format")) {
+        if (std::optional<Json> schema = response_format_schema(*format)) {
+            params.json_schema = std::move(*schema);
+            ++constraints;
+        }
+    }
+    if (constraints > 1)
+        throw ApiError(400, "give at most one of 'grammar', 'json_schema' and a JSON 'response_format'", "invalid_value");
+
     params.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
     params.stream = bool_field(body, "stream").value_or(false);
     if (const Json* options = member(body, "stream_options")) {
@@ -167,12 +291,53 @@ ChatInput parse_chat_input(const Json& body) {
         if (!tools->empty()) input.tools = *tools;
     }
     if (const Json* choice = member(body, "tool_choice")) {
-        if (!choice->is_string() && !choice->is_object()) wrong_type("tool_choice", "a string or an object");
+        if (choice->is_object()) {
+            const Json* function = member(*choice, "function");
+            const Json* name = function && function->is_object() ? member(*function, "name") : nullptr;
+            if (!name || !name->is_string())
+                throw ApiError(400, "'tool_choice' as an object is {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                               "invalid_value");
+            bool declared = false;
+            for (const Json& tool : input.tools.is_array() ? input.tools : Json::array())
+                declared |= tool["function"]["name"] == *name;
+            if (!declared)
+                throw ApiError(400, "'tool_choice' names function '" + name->get<std::string>() + "', which 'tools' does not declare",
+                               "invalid_value");
+            throw ApiError(400, "'tool_choice' naming a function is not supported yet (k3 cannot force a tool call)",
+                           "unsupported_field");
+        }
+        if (!choice->is_string()) wrong_type("tool_choice", "a string or an object");
+        if (*choice == "required")
+            throw ApiError(400, "'tool_choice': \"required\" is not supported yet (k3 cannot force a tool call)",
+                           "unsupported_field");
+        if (*choice != "auto" && *choice != "none")
+            throw ApiError(400, "'tool_choice' must be \"auto\", \"none\", \"required\" or a function", "invalid_value");
+        input.tool_calls_forbidden = *choice == "none";
         input.template_extra["tool_choice"] = *choice;
     }
+    if (const Json* parallel = member(body, "parallel_tool_calls"); parallel && !parallel->is_boolean())
+        wrong_type("parallel_tool_calls", "a boolean");
     if (const Json* format = member(body, "response_format")) {
         if (!format->is_object()) wrong_type("response_format", "an object");
         input.template_extra["response_format"] = *format;
+    }
+    // OpenAI's reasoning_effort onto the K3 template's thinking_effort (low, high, max).
+    if (const Json* effort = member(body, "reasoning_effort")) {
+        static const std::pair<std::string_view, std::string_view> kEfforts[] = {
+            {"minimal", "low"}, {"low", "low"}, {"medium", "high"}, {"high", "max"}, {"max", "max"}};
+        const std::string value = effort->is_string() ? effort->get<std::string>() : "";
+        bool known = false;
+        for (const auto& [openai, k3] : kEfforts)
+            if (value == openai) {
+                input.template_extra["thinking_effort"] = std::string(k3);
+                known = true;
+            }
+        if (value == "none") {
+            input.template_extra["thinking"] = false;
+            known = true;
+        }
+        if (!known)
+            throw ApiError(400, "'reasoning_effort' must be one of none, minimal, low, medium, high, max", "invalid_value");
     }
     if (const Json* kwargs = member(body, "chat_template_kwargs")) {
         if (!kwargs->is_object()) wrong_type("chat_template_kwargs", "an object");

@@ -35,6 +35,10 @@ struct GenerationParams {
     bool ignore_eos = false;            // llama.cpp's: generate past end-of-generation tokens
     bool stream = false;
     bool include_usage = false;         // stream_options.include_usage
+    // Constrained output, unparsed: a GBNF grammar (`grammar`) or a JSON schema (llama-server's
+    // `json_schema`, or `response_format` json_object / json_schema); at most one.
+    std::optional<std::string> grammar;
+    std::optional<Json> json_schema;
 };
 
 // A prompt given as text, as token ids, or as a mix (llama.cpp's /completion).
@@ -45,11 +49,13 @@ struct ChatInput {
     Json tools;     // array or null
     Json template_extra = Json::object();  // tool_choice, response_format, chat_template_kwargs
     bool thinking = true;                  // what the template will be told (its default: true)
+    bool tool_calls_forbidden = false;     // tool_choice "none"
 };
 
 // The body as a JSON object; 400 for malformed JSON or another type.
 Json parse_body(const std::string& body);
 
+// Also refuses (400, naming it) any member the endpoint does not support.
 GenerationParams parse_generation_params(const Json& body, Endpoint endpoint);
 ChatInput parse_chat_input(const Json& body);
 // `field` names the member for messages; 400 if absent or of the wrong shape.

@@ -2,12 +2,15 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
 #include "server/api.h"
 #include "text/tokenizer.h"
+#include "util/error.h"
 
 namespace k3::server {
 
@@ -27,7 +30,12 @@ int serve(const ServeOptions& options) {
     // whose notifiers post to the server's I/O context.
     std::optional<runtime::Scheduler> scheduler(std::in_place, *engine, scheduler_options);
 
-    ApiOptions api_options{options.model_name, options.api_key};
+    ApiOptions api_options{options.model_name, options.api_key, std::nullopt};
+    if (!options.grammar_file.empty()) {
+        std::ifstream file(options.grammar_file, std::ios::binary);
+        if (!file) throw Error("--grammar-file: cannot read '" + options.grammar_file + "'");
+        api_options.default_grammar = std::string(std::istreambuf_iterator<char>(file), {});
+    }
     if (api_options.model_name.empty())
         api_options.model_name = std::filesystem::path(options.model_path).filename().string();
     Api api(*engine, tokenizer, *scheduler, api_options);

@@ -20,6 +20,7 @@ struct ServeOptions {
     int64_t prefill_chunk = 512; // prompt tokens per sequence per step
     int threads = 0;             // 0: one per hardware thread
     std::string api_key;         // empty: no authentication
+    std::string grammar_file;    // GBNF for requests that give no grammar or schema; empty: none
     runtime::ResidencyOptions residency;  // memory budget and expert cache
 };
 

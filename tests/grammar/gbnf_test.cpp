@@ -169,5 +169,16 @@ TEST(Gbnf, TooManyParseStatesIsAnErrorNamingTheBound) {
     EXPECT_TRUE(roomy.must_end());
 }
 
+TEST(Gbnf, ConcatenatedGrammarsMatchInTurn) {
+    const std::shared_ptr<const Grammar> parts[] = {parse_gbnf(R"(root ::= [a-z]* ":")"),
+                                                    parse_gbnf("root ::= digit+\ndigit ::= [0-9]"),
+                                                    parse_gbnf(R"(root ::= "!")")};
+    Matcher m(concatenate(parts));
+    EXPECT_TRUE(m.accept("abc:12!"));
+    EXPECT_TRUE(m.must_end());
+    Matcher early(concatenate(parts));
+    EXPECT_FALSE(early.accept("abc:!"));
+}
+
 }  // namespace
 }  // namespace k3::grammar

@@ -1,0 +1,77 @@
+#include "server/output_constraint.h"
+
+#include <array>
+#include <span>
+
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "text/output_markup.h"
+#include "util/error.h"
+
+namespace k3::server {
+
+namespace {
+
+// The markers as grammar symbols: <|open|>, <|close|>, <|sep|> are \U00110000, \U00110001 and
+// \U00110002 (past Unicode, so no text spells them); free text ('.') never matches them.
+constexpr std::array<std::string_view, 3> kMarkers = {text::kOpenMarker, text::kCloseMarker, text::kSepMarker};
+constexpr uint32_t kFirstMarkerSymbol = 0x110000;
+constexpr const char* kOpen = R"("\U00110000")";
+constexpr const char* kClose = R"("\U00110001")";
+constexpr const char* kSep = R"("\U00110002")";
+constexpr const char* kFreeText = ".*";
+
+std::shared_ptr<const grammar::Grammar> gbnf(const std::string& text) { return grammar::parse_gbnf(text); }
+
+}  // namespace
+
+OutputConstraint::OutputConstraint(const text::Tokenizer& tokenizer, std::optional<std::string> default_grammar)
+    : tokenizer_(tokenizer) {
+    if (default_grammar) {
+        try {
+            default_grammar_ = grammar::parse_gbnf(*default_grammar);
+        } catch (const Error& e) {
+            throw Error(std::string("--grammar-file: ") + e.what());
+        }
+    }
+}
+
+std::shared_ptr<const grammar::TokenVocabulary> OutputConstraint::vocabulary() const {
+    std::call_once(vocabulary_once_, [&] {
+        std::vector<std::string> bytes(size_t(tokenizer_.n_vocab()));
+        for (int32_t id = 0; id < tokenizer_.n_vocab(); ++id)
+            if (!tokenizer_.is_special(id)) bytes[size_t(id)] = std::string(tokenizer_.token_bytes(id));
+        std::vector<grammar::TokenVocabulary::Symbol> symbols;
+        for (size_t m = 0; m < kMarkers.size(); ++m)
+            if (std::optional<int32_t> id = tokenizer_.special_id(kMarkers[m]))
+                symbols.push_back({*id, kFirstMarkerSymbol + uint32_t(m)});
+        vocabulary_ = std::make_shared<const grammar::TokenVocabulary>(std::move(bytes), tokenizer_.end_of_generation_ids(),
+                                                                       std::move(symbols));
+    });
+    return vocabulary_;
+}
+
+std::shared_ptr<const grammar::Grammar> OutputConstraint::for_request(const GenerationParams& params,
+                                                                      const ChatInput* chat) const {
+    std::shared_ptr<const grammar::Grammar> answer;
+    try {
+        if (params.grammar) answer = grammar::parse_gbnf(*params.grammar);
+        else if (params.json_schema) answer = grammar::json_schema_grammar(*params.json_schema);
+        else answer = default_grammar_;
+    } catch (const Error& e) {
+        throw ApiError(400, e.what(), params.grammar ? "invalid_grammar" : "invalid_json_schema");
+    }
+    if (!chat || (!answer && !chat->tool_calls_forbidden)) return answer;
+
+    // Chat: [reasoning <|close|>think<|sep|><|open|>response<|sep|>] CONTENT <|close|>response<|sep|>
+    // <|close|>message<|sep|>, then the end-of-message token (output_parser.h's shape, with no
+    // tools section). CONTENT is the answer grammar, or free text.
+    std::vector<std::shared_ptr<const grammar::Grammar>> parts;
+    const std::string open_response = std::string(kClose) + " \"think\" " + kSep + " " + kOpen + " \"response\" " + kSep;
+    if (chat->thinking) parts.push_back(gbnf("root ::= " + std::string(kFreeText) + " " + open_response));
+    parts.push_back(answer ? answer : gbnf(std::string("root ::= ") + kFreeText));
+    parts.push_back(gbnf(std::string("root ::= ") + kClose + " \"response\" " + kSep + " " + kClose + " \"message\" " + kSep));
+    return grammar::concatenate(parts);
+}
+
+}  // namespace k3::server
