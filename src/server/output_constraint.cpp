@@ -5,6 +5,7 @@
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
+#include "grammar/matcher.h"
 #include "text/output_markup.h"
 #include "util/error.h"
 
@@ -58,6 +59,9 @@ std::shared_ptr<const grammar::Grammar> OutputConstraint::for_request(const Gene
         if (params.grammar) answer = grammar::parse_gbnf(*params.grammar);
         else if (params.json_schema) answer = grammar::json_schema_grammar(*params.json_schema);
         else answer = default_grammar_;
+        // The start state is built here, so that a grammar too ambiguous from its first code point
+        // on (MatcherLimits::max_stacks) is refused before generation.
+        if (answer && answer != default_grammar_) grammar::Matcher check(answer);
     } catch (const Error& e) {
         throw ApiError(400, e.what(), params.grammar ? "invalid_grammar" : "invalid_json_schema");
     }

@@ -1,0 +1,228 @@
+// `k3 serve` sampling fields at the HTTP level on tiny-k3: grammar-constrained answers for 100
+// seeds checked by an independent regular expression; logprobs, logit_bias and penalties
+// against values computed here from `k3 eval` logits; every refused field a 400 naming it; the
+// JSON-schema answers checked by npm's ajv (tests/node/constrained_output_test.mjs).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "server/server_harness.h"
+#include "support/test_support.h"
+
+namespace k3::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kModel = fixture("tiny-k3/model.gguf");
+const std::vector<int32_t> kPrompt = {1000, 72, 101, 108, 108, 111};
+
+// The logits after the last token of `tokens`, from `k3 eval`.
+std::vector<float> eval_last_row(const std::vector<int32_t>& tokens) {
+    ScratchDir dir;
+    std::string list;
+    for (int32_t t : tokens) {
+        if (!list.empty()) list += ',';
+        list += std::to_string(t);
+    }
+    const CommandResult r = run_k3({"eval", "-m", kModel, "--tokens", list, "--logits-out", dir.file("logits.f32"), "-t", "2"});
+    if (r.exit_code != 0) throw std::runtime_error("k3 eval failed: " + r.err);
+    const std::vector<uint8_t> bytes = read_bytes(dir.file("logits.f32"));
+    const size_t n_vocab = bytes.size() / sizeof(float) / tokens.size();
+    std::vector<float> row(n_vocab);
+    std::memcpy(row.data(), bytes.data() + (tokens.size() - 1) * n_vocab * sizeof(float), n_vocab * sizeof(float));
+    return row;
+}
+
+std::vector<int32_t> by_logit(const std::vector<float>& row) {
+    std::vector<int32_t> ids(row.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return row[size_t(a)] > row[size_t(b)]; });
+    return ids;
+}
+
+double log_sum_exp(const std::vector<float>& row) {
+    const double top = *std::max_element(row.begin(), row.end());
+    double sum = 0;
+    for (float l : row) sum += std::exp(double(l) - top);
+    return top + std::log(sum);
+}
+
+class ConstrainedServer : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { server_ = new ServerProcess(kModel, {"--parallel", "4", "--ctx-size", "512"}); }
+    static void TearDownTestSuite() {
+        EXPECT_EQ(server_->stop(), 0);
+        delete server_;
+    }
+    static uint16_t port() { return server_->port(); }
+    static json post(const std::string& path, const json& body, int expected_status = 200) {
+        const HttpReply reply = http_request(port(), "POST", path, body.dump());
+        EXPECT_EQ(reply.status, expected_status) << reply.body;
+        return json::parse(reply.body);
+    }
+    static ServerProcess* server_;
+};
+ServerProcess* ConstrainedServer::server_ = nullptr;
+
+TEST_F(ConstrainedServer, GrammarAnswersParseForAHundredSeeds) {
+    const std::string grammar = "root ::= answer (\", \" answer){0,2} \".\"\n"
+                                "answer ::= (\"yes\" | \"no\" | [0-9]{1,3}) (\"-\" [a-z]{1,4})?\n";
+    // The same language, written independently.
+    const std::regex language(R"(((yes|no|[0-9]{1,3})(-[a-z]{1,4})?)(, (yes|no|[0-9]{1,3})(-[a-z]{1,4})?){0,2}\.)");
+    std::vector<json> answers;
+    for (int first = 0; first < 100; first += 4) {  // as many at once as the server has slots
+        std::vector<std::future<json>> batch;
+        for (int seed = first; seed < first + 4; ++seed)
+            batch.push_back(std::async(std::launch::async, [&, seed] {
+                return post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 200}, {"seed", seed}, {"grammar", grammar}});
+            }));
+        for (auto& answer : batch) answers.push_back(answer.get());
+    }
+    int ended = 0;
+    for (int seed = 0; seed < 100; ++seed) {
+        const json& body = answers[size_t(seed)];
+        const std::string text = body["choices"][0]["text"];
+        // The language is finite, so every answer ends (an end token once nothing can follow).
+        EXPECT_EQ(body["choices"][0]["finish_reason"], "stop") << "seed " << seed << ": '" << text << "'";
+        EXPECT_TRUE(std::regex_match(text, language)) << "seed " << seed << ": '" << text << "'";
+        ended += std::regex_match(text, language);
+    }
+    EXPECT_EQ(ended, 100);
+}
+
+TEST_F(ConstrainedServer, LogprobsAreTheModelsLogSoftmax) {
+    const std::vector<float> row = eval_last_row(kPrompt);
+    const std::vector<int32_t> order = by_logit(row);
+    const double norm = log_sum_exp(row);
+    const json completions =
+        post("/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 3}});
+    const json& lp = completions["choices"][0]["logprobs"];
+    ASSERT_EQ(lp["token_logprobs"].size(), 1u);
+    EXPECT_NEAR(double(lp["token_logprobs"][0]), row[size_t(order[0])] - norm, 1e-4);
+    ASSERT_EQ(lp["top_logprobs"][0].size(), 3u);
+    const json llama = post("/completion", {{"prompt", kPrompt}, {"n_predict", 1}, {"temperature", 0}, {"n_probs", 3}});
+    const json& probs = llama["completion_probabilities"][0];
+    EXPECT_EQ(probs["id"], order[0]);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(probs["top_logprobs"][size_t(i)]["id"], order[size_t(i)]);
+        EXPECT_NEAR(double(probs["top_logprobs"][size_t(i)]["logprob"]), row[size_t(order[size_t(i)])] - norm, 1e-4);
+    }
+}
+
+TEST_F(ConstrainedServer, LogitBiasMovesTheGreedyChoiceAsComputed) {
+    const std::vector<float> row = eval_last_row(kPrompt);
+    const std::vector<int32_t> order = by_logit(row);
+    auto first_token = [&](const json& bias) {
+        const json body = post("/completion", {{"prompt", kPrompt}, {"n_predict", 1}, {"temperature", 0}, {"logit_bias", bias}});
+        return int32_t(body["tokens"][0]);
+    };
+    EXPECT_EQ(first_token(json::object()), order[0]);
+    // The third best lifted just past the best; the best forbidden (llama.cpp's false).
+    const float lift = row[size_t(order[0])] - row[size_t(order[2])] + 0.01f;
+    EXPECT_EQ(first_token({{std::to_string(order[2]), lift}}), order[2]);
+    EXPECT_EQ(first_token(json::array({json::array({order[0], false})})), order[1]);
+}
+
+TEST_F(ConstrainedServer, PenaltiesFollowLlamaCppsFormulaOnEvalLogits) {
+    // Greedy token 1 is t1; for token 2 the model's logits after t1 are penalised on t1 only.
+    const int32_t t1 = by_logit(eval_last_row(kPrompt))[0];
+    std::vector<int32_t> extended = kPrompt;
+    extended.push_back(t1);
+    std::vector<float> row = eval_last_row(extended);
+    const float repeat = 1.5f, frequency = 0.75f, presence = 1.25f;
+    float& l = row[size_t(t1)];
+    l = l <= 0 ? l * repeat : l / repeat;
+    l -= frequency + presence;
+    const int32_t expected = by_logit(row)[0];
+    const json body = post("/completion", {{"prompt", kPrompt}, {"n_predict", 2}, {"temperature", 0},
+                                           {"repeat_penalty", repeat}, {"frequency_penalty", frequency},
+                                           {"presence_penalty", presence}});
+    ASSERT_EQ(body["tokens"].size(), 2u);
+    EXPECT_EQ(body["tokens"][0], t1);
+    EXPECT_EQ(body["tokens"][1], expected);
+}
+
+TEST_F(ConstrainedServer, SameSeedSameAnswer) {
+    const json request = {{"prompt", kPrompt}, {"max_tokens", 12}, {"temperature", 1.0}, {"seed", 1234}};
+    const json a = post("/v1/completions", request), b = post("/v1/completions", request);
+    EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+}
+
+TEST_F(ConstrainedServer, BadGrammarsSchemasAndFieldsGet400sNamingThem) {
+    auto error_of = [](const std::string& path, const json& body) {
+        const HttpReply reply = http_request(port(), "POST", path, body.dump());
+        EXPECT_EQ(reply.status, 400) << body.dump() << " -> " << reply.body;
+        return json::parse(reply.body)["error"]["message"].get<std::string>();
+    };
+    auto with = [](json extra) {
+        json body = {{"prompt", "x"}, {"max_tokens", 2}};
+        body.update(extra);
+        return body;
+    };
+    const std::string c = "/v1/completions";
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= item\n"}})).find("rule 'item'"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= root \"a\" | \"a\""}})).find("left-recursive"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= \"a\" root"}})).find("can match nothing"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= \"a\" ("}})).find("line 1, column"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= \"a\"{99999999}"}})).find("max_elements"), std::string::npos);
+    // Exponentially many parse states from the first code point on: bounded, and named.
+    std::string wide = "root ::= \"\"";
+    for (int i = 0; i < 5000; ++i) wide += " | \"a" + std::to_string(i) + "\"";
+    EXPECT_NE(error_of(c, with({{"grammar", wide}})).find("max_stacks"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"json_schema", {{"type", "integer"}, {"minimum", 0}}}})).find("'minimum'"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= \"a\""}, {"json_schema", json::object()}})).find("at most one"),
+              std::string::npos);
+    EXPECT_NE(error_of(c, with({{"response_format", {{"type", "xml"}}}})).find("'xml'"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"echo", true}})).find("'echo'"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"logit_bias", {{"abc", 1}}}})).find("'abc'"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"logit_bias", {{"99999", 1}}}})).find("99999"), std::string::npos);
+    EXPECT_NE(error_of(c, with({{"grammar", "root ::= \"a\""}, {"ignore_eos", true}})).find("ignore_eos"), std::string::npos);
+    const std::string chat = "/v1/chat/completions";
+    const json messages = json::array({{{"role", "user"}, {"content", "x"}}});
+    EXPECT_NE(error_of(chat, {{"messages", messages}, {"top_logprobs", 2}}).find("'logprobs'"), std::string::npos);
+    EXPECT_NE(error_of(chat, {{"messages", messages}, {"reasoning_effort", "extreme"}}).find("reasoning_effort"), std::string::npos);
+    EXPECT_NE(error_of(chat, {{"messages", messages}, {"tool_choice", "required"}}).find("required"), std::string::npos);
+    EXPECT_NE(error_of(chat, {{"messages", messages}, {"n", 2}}).find("'n'"), std::string::npos);
+    // Still serving.
+    EXPECT_EQ(http_request(port(), "GET", "/health").status, 200);
+}
+
+TEST_F(ConstrainedServer, ToolChoiceNoneAndReasoningEffortAreAccepted) {
+    const json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", {{"type", "object"}}}}}}});
+    const json messages = json::array({{{"role", "user"}, {"content", "x"}}});
+    const json none = post("/v1/chat/completions", {{"messages", messages}, {"tools", tools}, {"tool_choice", "none"},
+                                                    {"max_tokens", 30}, {"seed", 3}});
+    EXPECT_FALSE(none["choices"][0]["message"].contains("tool_calls"));
+    EXPECT_NE(none["choices"][0]["finish_reason"], "tool_calls");
+    for (const char* effort : {"none", "low", "medium", "high"})
+        post("/v1/chat/completions", {{"messages", messages}, {"reasoning_effort", effort}, {"max_tokens", 2}});
+}
+
+TEST(ConstrainedClient, JsonSchemaAnswersValidateWithAjv) {
+    const std::string node_dir = std::string(K3_SOURCE_DIR) + "/tests/node";
+    if (std::system("node --version > /dev/null 2>&1") != 0)
+        GTEST_SKIP() << "node is not installed (scripts/install-deps.sh installs nodejs)";
+    for (const char* package : {"openai", "ajv"})
+        if (!std::filesystem::exists(node_dir + "/node_modules/" + package + "/package.json"))
+            GTEST_SKIP() << "npm package " << package << " missing: run scripts/install-test-deps.sh";
+    const std::string command = "node '" + node_dir + "/constrained_output_test.mjs' '" + K3_BINARY + "' '" + kModel + "' 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string output;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+    EXPECT_EQ(pclose(pipe), 0) << output;
+}
+
+}  // namespace
+}  // namespace k3::testing
