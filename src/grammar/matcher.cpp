@@ -9,6 +9,7 @@ namespace k3::grammar {
 namespace {
 
 constexpr int32_t kFinished = -1;
+constexpr int32_t kUnknown = -2;  // a transition not computed yet
 
 // The code points a UTF-8 sequence of `length` bytes may encode (no overlongs), used to check
 // a sequence completed across bytes.
@@ -32,9 +33,10 @@ size_t Matcher::FrameHash::operator()(const Frame& f) const {
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, const MatcherLimits& limits)
     : grammar_(std::move(grammar)), limits_(limits) {
     ++pass_;
+    Stacks initial;
     const Rule& root = grammar_->rules[grammar_->root];
-    for (uint32_t a = 0; a < root.alternatives.size(); ++a) expand(intern({grammar_->root, a, 0, kFinished}), stacks_);
-    finish_set(stacks_);
+    for (uint32_t a = 0; a < root.alternatives.size(); ++a) expand(intern({grammar_->root, a, 0, kFinished}), initial);
+    current_ = intern_state(std::move(initial));
 }
 
 int32_t Matcher::intern(const Frame& frame) {
@@ -86,25 +88,41 @@ void Matcher::expand(int32_t stack, Stacks& out) {
     }
 }
 
-void Matcher::finish_set(Stacks& out) const {
-    std::ranges::sort(out);
-    out.erase(std::unique(out.begin(), out.end()), out.end());
+Matcher::State Matcher::intern_state(Stacks stacks) {
+    std::ranges::sort(stacks);
+    stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+    auto [it, inserted] = state_index_.try_emplace(stacks, State(states_.size()));
+    if (inserted) {
+        StateEntry entry{std::move(stacks), {}};
+        entry.ascii.fill(kUnknown);
+        states_.push_back(std::move(entry));
+    }
+    return it->second;
 }
 
-void Matcher::advance(const Stacks& from, uint32_t code_point, Stacks& out) {
-    out.clear();
+Matcher::State Matcher::advance(State from, uint32_t code_point) {
+    const uint64_t wide_key = (uint64_t(uint32_t(from)) << 21) | code_point;
+    if (code_point < 128) {
+        if (const State known = states_[size_t(from)].ascii[code_point]; known != kUnknown) return known;
+    } else if (auto it = wide_transitions_.find(wide_key); it != wide_transitions_.end()) {
+        return it->second;
+    }
+    Stacks out;
     ++pass_;
-    for (int32_t stack : from) {
+    for (int32_t stack : states_[size_t(from)].stacks) {
         if (stack == kFinished) continue;
         const Frame frame = frames_[size_t(stack)];
         const Element& element = grammar_->rules[frame.rule].alternatives[frame.alternative][frame.index];
         if (element.matches(code_point)) expand(after(frame), out);
     }
-    finish_set(out);
+    const State to = intern_state(std::move(out));
+    if (code_point < 128) states_[size_t(from)].ascii[code_point] = to;
+    else wide_transitions_.emplace(wide_key, to);
+    return to;
 }
 
-bool Matcher::some_top_matches(const Stacks& stacks, uint32_t first, uint32_t last) const {
-    for (int32_t stack : stacks) {
+bool Matcher::some_top_matches(State state, uint32_t first, uint32_t last) const {
+    for (int32_t stack : states_[size_t(state)].stacks) {
         if (stack == kFinished) continue;
         const Frame& frame = frames_[size_t(stack)];
         if (grammar_->rules[frame.rule].alternatives[frame.alternative][frame.index].matches_any_in(first, last)) return true;
@@ -112,14 +130,13 @@ bool Matcher::some_top_matches(const Stacks& stacks, uint32_t first, uint32_t la
     return false;
 }
 
-bool Matcher::step(const Stacks& from, const PartialCodePoint& partial, uint8_t byte, Stacks& out_stacks,
-                   PartialCodePoint& out_partial) {
+bool Matcher::step(State from, const PartialCodePoint& partial, uint8_t byte, State& out, PartialCodePoint& out_partial) {
     PartialCodePoint next;
     if (partial.remaining == 0) {
         if (byte < 0x80) {
-            advance(from, byte, out_stacks);
+            out = advance(from, byte);
             out_partial = {};
-            return !out_stacks.empty();
+            return !dead(out);
         }
         const uint8_t length = (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
         if (length == 0) return false;  // a continuation byte or 0xF8..0xFF cannot start one
@@ -130,75 +147,80 @@ bool Matcher::step(const Stacks& from, const PartialCodePoint& partial, uint8_t 
     }
     if (next.remaining == 0) {
         const uint32_t point = next.value;
-        if (point < min_code_point(next.length) || point > 0x10FFFF || (point >= 0xD800 && point <= 0xDFFF)) return false;
-        advance(from, point, out_stacks);
+        if (point < min_code_point(next.length) || point > kMaxUnicode || (point >= 0xD800 && point <= 0xDFFF)) return false;
+        out = advance(from, point);
         out_partial = {};
-        return !out_stacks.empty();
+        return !dead(out);
     }
     // Some code point this sequence may still become must be wanted by a stack.
     const uint32_t first = next.value << (6 * next.remaining);
     const uint32_t last = first | ((1u << (6 * next.remaining)) - 1);
-    if (!some_top_matches(from, std::max(first, min_code_point(next.length)), std::min<uint32_t>(last, 0x10FFFF)))
-        return false;
-    out_stacks = from;
+    if (!some_top_matches(from, std::max(first, min_code_point(next.length)), std::min(last, kMaxUnicode))) return false;
+    out = from;
     out_partial = next;
     return true;
 }
 
 bool Matcher::accept(std::string_view bytes) {
-    Stacks stacks = stacks_, next;
+    State state = current_;
     PartialCodePoint partial = partial_;
-    for (char c : bytes) {
-        if (!step(stacks, partial, uint8_t(c), next, partial)) return false;
-        stacks.swap(next);
-    }
-    stacks_ = std::move(stacks);
+    for (char c : bytes)
+        if (!step(state, partial, uint8_t(c), state, partial)) return false;
+    current_ = state;
     partial_ = partial;
     return true;
 }
 
 bool Matcher::allows_code_point(uint32_t code_point) const {
-    return partial_.remaining == 0 && some_top_matches(stacks_, code_point, code_point);
+    return partial_.remaining == 0 && some_top_matches(current_, code_point, code_point);
 }
 
 bool Matcher::accept_code_point(uint32_t code_point) {
     if (!allows_code_point(code_point)) return false;
-    Stacks next;
-    advance(stacks_, code_point, next);
-    stacks_ = std::move(next);
+    current_ = advance(current_, code_point);
     return true;
 }
 
 bool Matcher::can_end() const {
-    return partial_.remaining == 0 && std::ranges::binary_search(stacks_, kFinished);
+    return partial_.remaining == 0 && std::ranges::binary_search(states_[size_t(current_)].stacks, kFinished);
 }
 
 bool Matcher::must_end() const {
-    return can_end() && stacks_.size() == 1;
+    return can_end() && states_[size_t(current_)].stacks.size() == 1;
 }
 
 void Matcher::allowed_tokens(const TokenTrie& trie, std::vector<uint8_t>& allowed) {
+    const bool cacheable = partial_.remaining == 0 && limits_.cached_masks > 0;
+    if (masked_trie_ != &trie) {
+        mask_cache_.clear();
+        masked_trie_ = &trie;
+    }
+    if (cacheable)
+        for (const CachedMask& cached : mask_cache_)
+            if (cached.state == current_) {
+                allowed = cached.allowed;
+                return;
+            }
     allowed.assign(trie.n_tokens(), 0);
-    // Frames made while testing tokens are dropped afterwards: only accept() keeps any.
-    const size_t mark = frames_.size();
-    walk(trie, trie.root(), stacks_, partial_, 0, allowed);
-    for (size_t i = mark; i < frames_.size(); ++i) frame_index_.erase(frames_[i]);
-    frames_.resize(mark);
-    expanded_in_.resize(mark);
+    walk(trie, trie.root(), current_, partial_, true, allowed);
+    if (!cacheable) return;
+    if (mask_cache_.size() < limits_.cached_masks) {
+        mask_cache_.push_back({current_, allowed});
+    } else {  // round robin: the oldest entry goes
+        mask_cache_[next_evicted_] = {current_, allowed};
+        next_evicted_ = (next_evicted_ + 1) % mask_cache_.size();
+    }
 }
 
-void Matcher::walk(const TokenTrie& trie, const TokenTrie::Node& node, const Stacks& stacks,
-                   const PartialCodePoint& partial, size_t depth, std::vector<uint8_t>& allowed) {
-    if (depth > 0)
+void Matcher::walk(const TokenTrie& trie, const TokenTrie::Node& node, State state, const PartialCodePoint& partial,
+                   bool at_root, std::vector<uint8_t>& allowed) {
+    if (!at_root)
         for (int32_t id : trie.tokens(node)) allowed[size_t(id)] = 1;
-    if (scratch_.size() <= depth) scratch_.resize(depth + 1);
     for (const TokenTrie::Edge& edge : trie.edges(node)) {
+        State next = state;
         PartialCodePoint next_partial;
-        // scratch_ may grow (and move its vectors) deeper down, so index it afresh each time.
-        if (!step(stacks, partial, edge.byte, scratch_[depth], next_partial)) continue;
-        Stacks next = std::move(scratch_[depth]);
-        walk(trie, trie.node(edge.child), next, next_partial, depth + 1, allowed);
-        scratch_[depth] = std::move(next);
+        if (step(state, partial, edge.byte, next, next_partial))
+            walk(trie, trie.node(edge.child), next, next_partial, false, allowed);
     }
 }
 

@@ -8,10 +8,14 @@
 //   if (matcher.can_end()) ...                // the text so far is a complete match
 //
 // Stacks are interned (two equal stacks are one index), so the state stays a small sorted set
-// even for ambiguous grammars; MatcherLimits::max_stacks bounds it for pathological ones.
+// even for ambiguous grammars; MatcherLimits::max_stacks bounds it for pathological ones. Sets
+// and the transitions between them are kept for the matcher's life (one request), so
+// masking mostly repeats look-ups.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +30,9 @@ struct MatcherLimits {
     // Parse stacks alive at once; an ambiguity that keeps more (e.g. a rule with many
     // alternatives that each begin alike, nested) is an error naming this bound.
     size_t max_stacks = 4096;
+    // Token masks kept per state: inside a repetition (a JSON string, free text) the state
+    // repeats from token to token, so its mask is computed once. Each costs a byte per token.
+    size_t cached_masks = 8;
 };
 
 class Matcher {
@@ -62,18 +69,25 @@ private:
         uint8_t length = 0;     // the sequence's whole length
     };
     using Stacks = std::vector<int32_t>;  // sorted frame indices; -1 is the finished stack
+    // A set of stacks, interned: equal sets are one state, so a transition computed once (the
+    // usual case inside a repetition such as a JSON string) is a table look-up ever after.
+    using State = int32_t;
+    struct StateEntry {
+        Stacks stacks;
+        std::array<State, 128> ascii;  // transitions on ASCII code points; kUnknown until needed
+    };
 
     int32_t intern(const Frame& frame);
     int32_t after(const Frame& frame);
     void expand(int32_t stack, Stacks& out);
-    void finish_set(Stacks& out) const;
-    void advance(const Stacks& from, uint32_t code_point, Stacks& out);
-    // Feeds one byte; false if it cannot continue. `out` receives the stacks after it.
-    bool step(const Stacks& from, const PartialCodePoint& partial, uint8_t byte, Stacks& out_stacks,
-              PartialCodePoint& out_partial);
-    bool some_top_matches(const Stacks& stacks, uint32_t first, uint32_t last) const;
-    void walk(const TokenTrie& trie, const TokenTrie::Node& node, const Stacks& stacks, const PartialCodePoint& partial,
-              size_t depth, std::vector<uint8_t>& allowed);
+    State intern_state(Stacks stacks);
+    State advance(State from, uint32_t code_point);
+    bool dead(State state) const { return states_[size_t(state)].stacks.empty(); }
+    // Feeds one byte; false if it cannot continue.
+    bool step(State from, const PartialCodePoint& partial, uint8_t byte, State& out, PartialCodePoint& out_partial);
+    bool some_top_matches(State state, uint32_t first, uint32_t last) const;
+    void walk(const TokenTrie& trie, const TokenTrie::Node& node, State state, const PartialCodePoint& partial,
+              bool at_root, std::vector<uint8_t>& allowed);
 
     std::shared_ptr<const Grammar> grammar_;
     MatcherLimits limits_;
@@ -81,9 +95,18 @@ private:
     std::unordered_map<Frame, int32_t, FrameHash> frame_index_;
     std::vector<uint64_t> expanded_in_;  // per frame: the expansion pass that last expanded it
     uint64_t pass_ = 0;
-    Stacks stacks_;
+    std::vector<StateEntry> states_;
+    std::map<Stacks, State> state_index_;
+    std::unordered_map<uint64_t, State> wide_transitions_;  // (state, non-ASCII code point) -> state
+    State current_ = 0;
     PartialCodePoint partial_;
-    std::vector<Stacks> scratch_;  // per trie depth, reused across walks
+    struct CachedMask {
+        State state;
+        std::vector<uint8_t> allowed;
+    };
+    const TokenTrie* masked_trie_ = nullptr;  // the trie mask_cache_ holds masks for
+    std::vector<CachedMask> mask_cache_;
+    size_t next_evicted_ = 0;
 };
 
 }  // namespace k3::grammar
