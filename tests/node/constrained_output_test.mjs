@@ -2,25 +2,14 @@
 // JSON-schema answers validated by an independent validator (npm `ajv`, pinned in package.json)
 // for many seeds, json_object answers parsed by JSON.parse, chat logprobs in OpenAI's shape.
 // usage: node constrained_output_test.mjs K3_BINARY MODEL.gguf   (exit 0: every check passed)
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
+import { runChecks, startServer } from './k3_server.mjs';
 
 const [k3, model] = process.argv.slice(2);
-const server = spawn(k3, ['serve', '-m', model, '--port', '0', '-t', '2', '--parallel', '4', '--ctx-size', '1024'],
-                     { stdio: ['ignore', 'pipe', 'inherit'] });
-const exited = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
-const port = await new Promise((resolve, reject) => {
-  const lines = createInterface({ input: server.stdout });
-  lines.on('line', (line) => {
-    const m = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-    if (m) resolve(Number(m[1]));
-  });
-  server.on('exit', () => reject(new Error('k3 serve exited before listening')));
-});
-const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'none', maxRetries: 0 });
+const server = await startServer(k3, model, ['-t', '2', '--parallel', '4', '--ctx-size', '1024']);
+const client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'none', maxRetries: 0 });
 const user = (content) => [{ role: 'user', content }];
 const noThinking = { chat_template_kwargs: { thinking: false } };
 
@@ -102,20 +91,4 @@ const checks = {
   },
 };
 
-let failed = 0;
-for (const [name, check] of Object.entries(checks)) {
-  try {
-    await check();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e.stack ?? e}`);
-  }
-}
-server.kill('SIGTERM');
-const { code, signal } = await exited;
-if (code !== 0) {
-  failed++;
-  console.log(`FAIL k3 serve exited with ${code ?? signal} after SIGTERM`);
-}
-process.exit(failed ? 1 : 0);
+await runChecks(checks, server);

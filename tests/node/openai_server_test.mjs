@@ -1,26 +1,14 @@
 // `k3 serve` spoken to by the official OpenAI client (npm `openai`, pinned in package.json):
 // chat, streaming, tool declarations and tool-call history, abort, completions, errors.
 // usage: node openai_server_test.mjs K3_BINARY MODEL.gguf   (exit 0: every check passed)
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { runChecks, startServer } from './k3_server.mjs';
 
 const [k3, model] = process.argv.slice(2);
 const apiKey = 'test-key';
-const server = spawn(k3, ['serve', '-m', model, '--port', '0', '-t', '2', '--parallel', '2',
-                          '--ctx-size', '2048', '--api-key', apiKey],
-                     { stdio: ['ignore', 'pipe', 'inherit'] });
-const exited = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
-const port = await new Promise((resolve, reject) => {
-  const lines = createInterface({ input: server.stdout });
-  lines.on('line', (line) => {
-    const m = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-    if (m) resolve(Number(m[1]));
-  });
-  server.on('exit', () => reject(new Error('k3 serve exited before listening')));
-});
-const base = `http://127.0.0.1:${port}`;
+const server = await startServer(k3, model, ['-t', '2', '--parallel', '2', '--ctx-size', '2048', '--api-key', apiKey]);
+const base = server.base;
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey, maxRetries: 0 });
 const user = (content) => [{ role: 'user', content }];
 
@@ -120,20 +108,4 @@ const checks = {
   },
 };
 
-let failed = 0;
-for (const [name, check] of Object.entries(checks)) {
-  try {
-    await check();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e.stack ?? e}`);
-  }
-}
-server.kill('SIGTERM');
-const { code, signal } = await exited;
-if (code !== 0) {
-  failed++;
-  console.log(`FAIL k3 serve exited with ${code ?? signal} after SIGTERM`);
-}
-process.exit(failed ? 1 : 0);
+await runChecks(checks, server);

@@ -1,0 +1,39 @@
+// Shared by the node tests: a `k3 serve` child on a free port, and a runner for named checks.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+// Starts `k3 serve -m MODEL --port 0 ARGS...`; resolves once it listens.
+export async function startServer(k3, model, args) {
+  const child = spawn(k3, ['serve', '-m', model, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const port = await new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      const m = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', () => reject(new Error('k3 serve exited before listening')));
+  });
+  return { child, exited, port, base: `http://127.0.0.1:${port}` };
+}
+
+// Runs each check in turn, stops the server (which must exit 0), and exits 0 only if all passed.
+export async function runChecks(checks, server) {
+  let failed = 0;
+  for (const [name, check] of Object.entries(checks)) {
+    try {
+      await check();
+      console.log(`ok   ${name}`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${name}: ${e.stack ?? e}`);
+    }
+  }
+  server.child.kill('SIGTERM');
+  const { code, signal } = await server.exited;
+  if (code !== 0) {
+    failed++;
+    console.log(`FAIL k3 serve exited with ${code ?? signal} after SIGTERM`);
+  }
+  process.exit(failed ? 1 : 0);
+}
