@@ -37,6 +37,17 @@ int run_serve(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("--grammar-file", options.grammar_file, "GBNF grammar for requests that give no grammar or schema")
         ->check(CLI::ExistingFile);
+    // Defaults for the sampling fields a request leaves out.
+    server::SamplingDefaults& sampling = options.sampling;
+    app.add_option("--temp", sampling.temperature, "temperature (default: 1 for the OpenAI endpoints, 0.8 for /completion; 0: greedy)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--top-p", sampling.top_p, "nucleus sampling (default 1: off)")->check(CLI::Range(0.0, 1.0));
+    app.add_option("--top-k", sampling.top_k, "keep the K most likely tokens (default 0: off)")->check(CLI::NonNegativeNumber);
+    app.add_option("--min-p", sampling.min_p, "drop tokens below this fraction of the best one's probability (default 0: off)")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--seed", sampling.seed, "seed for requests that give none (default: a random one per request)");
+    app.add_option("-n,--n-predict", sampling.max_tokens, "tokens to generate when a request gives no limit (default: the rest of the context)")
+        ->check(CLI::PositiveNumber);
     add_residency_options(app, options.residency);
     CLI11_PARSE(app, argc, argv);
     return server::serve(options);

@@ -120,7 +120,7 @@ std::vector<int32_t> Api::encode_prompt(const std::vector<PromptPiece>& pieces) 
 
 Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
     const Json body = parse_body(request.body);
-    const GenerationParams params = parse_generation_params(body, endpoint);
+    GenerationParams params = parse_generation_params(body, endpoint, options_.sampling_defaults);
     std::optional<ChatInput> chat;
     std::vector<int32_t> prompt;
     if (endpoint == Endpoint::chat) {
@@ -139,6 +139,8 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
         throw ApiError(400, "the prompt has " + std::to_string(n_prompt) + " tokens; the context holds " +
                                 std::to_string(n_ctx) + " (room for at least one more is needed)",
                        "context_length_exceeded");
+    if (!params.max_tokens && options_.sampling_defaults.max_tokens)  // -n: never beyond the context
+        params.max_tokens = std::min(*options_.sampling_defaults.max_tokens, n_ctx - n_prompt);
     if (params.max_tokens && *params.max_tokens > n_ctx - n_prompt)
         throw ApiError(400, "max_tokens " + std::to_string(*params.max_tokens) + " exceeds the " +
                                 std::to_string(n_ctx - n_prompt) + " tokens left in the context after the prompt (" +

@@ -27,6 +27,7 @@ struct ApiOptions {
     std::string model_name;  // answered as "model" and listed by /v1/models
     std::string api_key;     // empty: no authentication
     std::optional<std::string> default_grammar;  // GBNF (--grammar-file) for unconstrained requests
+    SamplingDefaults sampling_defaults;          // for fields a request leaves out
 };
 
 class Api {

@@ -41,6 +41,17 @@ struct GenerationParams {
     std::optional<Json> json_schema;
 };
 
+// What a request leaves out, as `k3 serve --temp --top-p --top-k --min-p --seed -n` set it.
+struct SamplingDefaults {
+    std::optional<double> temperature;  // absent: the endpoint's own (OpenAI's 1, /completion's 0.8)
+    double top_p = 1.0;
+    double min_p = 0.0;
+    int32_t top_k = 0;
+    std::optional<uint64_t> seed;       // absent: a fresh random seed per request
+    std::optional<int64_t> max_tokens;  // absent: the rest of the context (applied, within the
+                                        // context, by the API: see Api::generate)
+};
+
 // A prompt given as text, as token ids, or as a mix (llama.cpp's /completion).
 using PromptPiece = std::variant<std::string, int32_t>;
 
@@ -56,7 +67,7 @@ struct ChatInput {
 Json parse_body(const std::string& body);
 
 // Also refuses (400, naming it) any member the endpoint does not support.
-GenerationParams parse_generation_params(const Json& body, Endpoint endpoint);
+GenerationParams parse_generation_params(const Json& body, Endpoint endpoint, const SamplingDefaults& defaults = {});
 ChatInput parse_chat_input(const Json& body);
 // `field` names the member for messages; 400 if absent or of the wrong shape.
 std::vector<PromptPiece> parse_prompt(const Json& body, const char* field);

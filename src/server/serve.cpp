@@ -30,7 +30,7 @@ int serve(const ServeOptions& options) {
     // whose notifiers post to the server's I/O context.
     std::optional<runtime::Scheduler> scheduler(std::in_place, *engine, scheduler_options);
 
-    ApiOptions api_options{options.model_name, options.api_key, std::nullopt};
+    ApiOptions api_options{options.model_name, options.api_key, std::nullopt, options.sampling};
     if (!options.grammar_file.empty()) {
         std::ifstream file(options.grammar_file, std::ios::binary);
         if (!file) throw Error("--grammar-file: cannot read '" + options.grammar_file + "'");

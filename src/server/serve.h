@@ -7,6 +7,7 @@
 
 #include "runtime/engine.h"
 #include "server/http_server.h"
+#include "server/request_parsing.h"
 
 namespace k3::server {
 
@@ -21,6 +22,7 @@ struct ServeOptions {
     int threads = 0;             // 0: one per hardware thread
     std::string api_key;         // empty: no authentication
     std::string grammar_file;    // GBNF for requests that give no grammar or schema; empty: none
+    SamplingDefaults sampling;   // for fields a request leaves out
     runtime::ResidencyOptions residency;  // memory budget and expert cache
 };
 

@@ -208,6 +208,31 @@ TEST_F(ConstrainedServer, ToolChoiceNoneAndReasoningEffortAreAccepted) {
         post("/v1/chat/completions", {{"messages", messages}, {"reasoning_effort", effort}, {"max_tokens", 2}});
 }
 
+TEST(ServerDefaults, SamplingDefaultsAndGrammarFileApplyWhenTheRequestGivesNone) {
+    ScratchDir dir;
+    const std::string grammar = "root ::= [a-z]{2,40}\n";
+    write_bytes(dir.file("words.gbnf"), grammar.data(), grammar.size());
+    ServerProcess server(kModel, {"--ctx-size", "256", "--temp", "0", "-n", "3", "--grammar-file", dir.file("words.gbnf")});
+    auto complete = [&](json body) {
+        body["prompt"] = kPrompt;
+        const HttpReply reply = http_request(server.port(), "POST", "/v1/completions", body.dump());
+        EXPECT_EQ(reply.status, 200) << reply.body;
+        return json::parse(reply.body);
+    };
+    const json first = complete(json::object());
+    const std::string text = first["choices"][0]["text"];
+    EXPECT_EQ(first["usage"]["completion_tokens"], 3);  // -n 3
+    EXPECT_TRUE(std::regex_match(text, std::regex("[a-z]+"))) << text;  // the grammar file
+    EXPECT_EQ(complete(json::object())["choices"][0]["text"], text);    // --temp 0: greedy
+    EXPECT_EQ(complete({{"grammar", "root ::= \"ok\""}})["choices"][0]["text"], "ok");  // the request's own
+    // A grammar file that does not parse stops the server at start, naming it.
+    const std::string bad = "root ::= missing\n";
+    write_bytes(dir.file("bad.gbnf"), bad.data(), bad.size());
+    const CommandResult r = run_k3({"serve", "-m", kModel, "--port", "0", "--grammar-file", dir.file("bad.gbnf")});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("--grammar-file: grammar: rule 'missing'"), std::string::npos) << r.err;
+}
+
 TEST(ConstrainedClient, JsonSchemaAnswersValidateWithAjv) {
     const std::string node_dir = std::string(K3_SOURCE_DIR) + "/tests/node";
     if (std::system("node --version > /dev/null 2>&1") != 0)
