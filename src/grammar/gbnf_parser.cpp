@@ -398,6 +398,24 @@ private:
 
 }  // namespace
 
+std::string gbnf_literal(std::string_view text) {
+    std::string out = "\"";
+    for (char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (uint8_t(c) < 0x20 || c == 0x7F) {
+            static constexpr char kHex[] = "0123456789ABCDEF";
+            out += "\\x";
+            out += kHex[uint8_t(c) >> 4];
+            out += kHex[uint8_t(c) & 0xF];
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
 std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, const GrammarLimits& limits) {
     return Parser(text, limits).parse();
 }

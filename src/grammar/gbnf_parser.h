@@ -31,4 +31,8 @@ struct GrammarLimits {
 
 std::shared_ptr<const Grammar> parse_gbnf(std::string_view text, const GrammarLimits& limits = {});
 
+// A GBNF literal matching exactly `text` (UTF-8): quotes, backslashes and control characters
+// escaped.
+std::string gbnf_literal(std::string_view text);
+
 }  // namespace k3::grammar

@@ -9,6 +9,7 @@ bool Element::matches(uint32_t code_point) const {
 }
 
 bool Element::matches_any_in(uint32_t first, uint32_t last) const {
+    if (first > last) return false;
     if (!negated) {
         for (const CodePointRange& r : ranges)
             if (r.first <= last && first <= r.last) return true;
@@ -32,9 +33,14 @@ bool Element::matches_any_in(uint32_t first, uint32_t last) const {
     return true;
 }
 
-std::shared_ptr<const Grammar> concatenate(std::span<const std::shared_ptr<const Grammar>> parts) {
+namespace {
+
+// The parts' rules side by side; the new root refers to each part's root, in one sequence or as
+// one alternative each.
+std::shared_ptr<const Grammar> combine(std::span<const std::shared_ptr<const Grammar>> parts, bool in_sequence) {
     auto joined = std::make_shared<Grammar>();
-    Sequence root;
+    Sequence sequence;
+    std::vector<Sequence> choices;
     for (const auto& part : parts) {
         const auto offset = uint32_t(joined->rules.size());
         for (Rule rule : part->rules) {
@@ -43,11 +49,23 @@ std::shared_ptr<const Grammar> concatenate(std::span<const std::shared_ptr<const
                     if (element.kind == Element::Kind::rule) element.rule += offset;
             joined->rules.push_back(std::move(rule));
         }
-        root.push_back({Element::Kind::rule, {}, false, part->root + offset});
+        const Element reference{Element::Kind::rule, {}, false, part->root + offset};
+        if (in_sequence) sequence.push_back(reference);
+        else choices.push_back({reference});
     }
     joined->root = uint32_t(joined->rules.size());
-    joined->rules.push_back({"root", {std::move(root)}});
+    joined->rules.push_back({"root", in_sequence ? std::vector<Sequence>{std::move(sequence)} : std::move(choices)});
     return joined;
+}
+
+}  // namespace
+
+std::shared_ptr<const Grammar> concatenate(std::span<const std::shared_ptr<const Grammar>> parts) {
+    return combine(parts, true);
+}
+
+std::shared_ptr<const Grammar> alternatives(std::span<const std::shared_ptr<const Grammar>> parts) {
+    return combine(parts, false);
 }
 
 }  // namespace k3::grammar

@@ -50,5 +50,7 @@ struct Grammar {
 // request's grammar shapes, then a fixed closing): the parts' rules side by side under a new
 // root. Each part has already been checked, so the result needs no checks of its own.
 std::shared_ptr<const Grammar> concatenate(std::span<const std::shared_ptr<const Grammar>> parts);
+// A grammar matching a string of any one of the parts.
+std::shared_ptr<const Grammar> alternatives(std::span<const std::shared_ptr<const Grammar>> parts);
 
 }  // namespace k3::grammar

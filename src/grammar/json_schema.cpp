@@ -39,25 +39,6 @@ const std::set<std::string_view> kAnnotations = {
     "readOnly", "writeOnly", "$defs", "definitions", "strict",
 };
 
-// A GBNF literal for `text` (UTF-8): quotes, backslashes and control characters escaped.
-std::string literal(std::string_view text) {
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (uint8_t(c) < 0x20 || c == 0x7F) {
-            static constexpr char kHex[] = "0123456789ABCDEF";
-            out += "\\x";
-            out += kHex[uint8_t(c) >> 4];
-            out += kHex[uint8_t(c) & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 class Converter {
 public:
     explicit Converter(const Json& root) : root_(root) {}
@@ -110,11 +91,11 @@ private:
             if (!kHandled.contains(key) && !kAnnotations.contains(key)) fail(path + "/" + key, "'" + key + "' is not supported");
         }
         if (auto ref = schema.find("$ref"); ref != schema.end()) return reference(*ref, path);
-        if (auto value = schema.find("const"); value != schema.end()) return literal(value->dump()) + " " + primitive("ws");
+        if (auto value = schema.find("const"); value != schema.end()) return gbnf_literal(value->dump()) + " " + primitive("ws");
         if (auto values = schema.find("enum"); values != schema.end()) {
             if (!values->is_array() || values->empty()) fail(path + "/enum", "'enum' must be a non-empty array");
             std::string body;
-            for (const Json& v : *values) body += (body.empty() ? "" : " | ") + literal(v.dump());
+            for (const Json& v : *values) body += (body.empty() ? "" : " | ") + gbnf_literal(v.dump());
             primitive("ws");
             return new_rule(path + "/enum", "(" + body + ") ws");
         }
@@ -259,7 +240,7 @@ private:
         // was written (each needs a comma); first(i): members i.. before any was written.
         const size_t n = members.size();
         std::vector<std::string> after(n + 1), first(n + 1);
-        auto pair = [&](size_t i) { return literal(Json(members[i].first).dump()) + " ws \":\" ws " + members[i].second; };
+        auto pair = [&](size_t i) { return gbnf_literal(Json(members[i].first).dump()) + " ws \":\" ws " + members[i].second; };
         for (size_t i = n; i-- > 0;) {
             const std::string next_after = after[i + 1].empty() ? "" : " " + after[i + 1];
             const std::string with_comma = "\",\" ws " + pair(i) + next_after;

@@ -152,10 +152,12 @@ bool Matcher::step(State from, const PartialCodePoint& partial, uint8_t byte, St
         out_partial = {};
         return !dead(out);
     }
-    // Some code point this sequence may still become must be wanted by a stack.
-    const uint32_t first = next.value << (6 * next.remaining);
-    const uint32_t last = first | ((1u << (6 * next.remaining)) - 1);
-    if (!some_top_matches(from, std::max(first, min_code_point(next.length)), std::min(last, kMaxUnicode))) return false;
+    // Some code point this sequence may still become must be wanted by a stack (and be one:
+    // not an overlong form, beyond U+10FFFF, or a surrogate, which ED A0..BF can only begin).
+    const uint32_t first = std::max(next.value << (6 * next.remaining), min_code_point(next.length));
+    const uint32_t last = std::min((next.value << (6 * next.remaining)) | ((1u << (6 * next.remaining)) - 1), kMaxUnicode);
+    if (first >= 0xD800 && last <= 0xDFFF) return false;
+    if (!some_top_matches(from, first, last)) return false;
     out = from;
     out_partial = next;
     return true;

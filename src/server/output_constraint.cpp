@@ -65,7 +65,11 @@ std::shared_ptr<const grammar::Grammar> OutputConstraint::for_request(const Gene
     } catch (const Error& e) {
         throw ApiError(400, e.what(), params.grammar ? "invalid_grammar" : "invalid_json_schema");
     }
-    if (!chat || (!answer && !chat->tool_calls_forbidden)) return answer;
+    const bool forced_call = chat && !chat->forced_tools.empty();
+    if (forced_call && (params.grammar || params.json_schema))
+        throw ApiError(400, "a forced tool call ('tool_choice') cannot be combined with 'grammar', 'json_schema' or a JSON 'response_format'",
+                       "invalid_value");
+    if (!chat || (!answer && !chat->tool_calls_forbidden && !forced_call)) return answer;
 
     // Chat: [reasoning <|close|>think<|sep|><|open|>response<|sep|>] CONTENT <|close|>response<|sep|>
     // <|close|>message<|sep|>, then the end-of-message token (output_parser.h's shape, with no
@@ -74,8 +78,40 @@ std::shared_ptr<const grammar::Grammar> OutputConstraint::for_request(const Gene
     const std::string open_response = std::string(kClose) + " \"think\" " + kSep + " " + kOpen + " \"response\" " + kSep;
     if (chat->thinking) parts.push_back(gbnf("root ::= " + std::string(kFreeText) + " " + open_response));
     parts.push_back(answer ? answer : gbnf(std::string("root ::= ") + kFreeText));
-    parts.push_back(gbnf(std::string("root ::= ") + kClose + " \"response\" " + kSep + " " + kClose + " \"message\" " + kSep));
+    parts.push_back(gbnf(std::string("root ::= ") + kClose + " \"response\" " + kSep));
+    if (forced_call) {
+        parts.push_back(gbnf(std::string("root ::= ") + kOpen + " \"tools\" " + kSep));
+        parts.push_back(tool_call(chat->forced_tools));
+        parts.push_back(gbnf(std::string("root ::= ") + kClose + " \"tools\" " + kSep));
+    }
+    parts.push_back(gbnf(std::string("root ::= ") + kClose + " \"message\" " + kSep));
     return grammar::concatenate(parts);
+}
+
+// One call of any of `tools`, as the template renders one with JSON arguments:
+// <|open|>call tool="NAME" index="1"<|sep|><|open|>json type="object"<|sep|>{...}<|close|>json<|sep|><|close|>call<|sep|>
+std::shared_ptr<const grammar::Grammar> OutputConstraint::tool_call(const Json& tools) const {
+    std::vector<std::shared_ptr<const grammar::Grammar>> calls;
+    for (const Json& tool : tools) {
+        const Json& function = tool["function"];
+        std::string name = function["name"].get<std::string>(), escaped;  // the template's escape_attr
+        for (char c : name) escaped += c == '&' ? "&amp;" : c == '"' ? "&quot;" : std::string(1, c);
+        Json parameters = function.contains("parameters") && function["parameters"].is_object() ? function["parameters"]
+                                                                                              : Json{{"type", "object"}};
+        std::shared_ptr<const grammar::Grammar> arguments;
+        try {
+            arguments = grammar::json_schema_grammar(parameters);
+        } catch (const Error& e) {
+            throw ApiError(400, "tool '" + name + "' parameters: " + e.what(), "invalid_json_schema");
+        }
+        const std::shared_ptr<const grammar::Grammar> call[] = {
+            gbnf(std::string("root ::= ") + kOpen + " " + grammar::gbnf_literal("call tool=\"" + escaped + "\" index=\"1\"") + " " +
+                 kSep + " " + kOpen + " \"json type=\\\"object\\\"\" " + kSep),
+            arguments,
+            gbnf(std::string("root ::= ") + kClose + " \"json\" " + kSep + " " + kClose + " \"call\" " + kSep)};
+        calls.push_back(grammar::concatenate(call));
+    }
+    return grammar::alternatives(calls);
 }
 
 }  // namespace k3::server

@@ -1,7 +1,8 @@
 // The grammar that shapes a request's output, over the model's tokens: the request's GBNF
 // grammar or JSON schema (or the server's --grammar-file), and for chat the K3 answer markup
-// around it, so that the constrained part is the answer's content (not its reasoning), and
-// tool_choice "none" as a grammar without a tools section.
+// around it, so that the constrained part is the answer's content (not its reasoning);
+// tool_choice "none" is a grammar without a tools section, "required" or a named function one
+// whose tools section holds one call with arguments valid for that function's parameters.
 //
 // In these grammars K3's markup control tokens are symbols past Unicode (grammar.h), so a
 // grammar can require the <|close|> token itself, which no text can spell.
@@ -32,6 +33,8 @@ public:
     std::shared_ptr<const grammar::TokenVocabulary> vocabulary() const;
 
 private:
+    std::shared_ptr<const grammar::Grammar> tool_call(const Json& tools) const;
+
     const text::Tokenizer& tokenizer_;
     std::shared_ptr<const grammar::Grammar> default_grammar_;
     mutable std::once_flag vocabulary_once_;

@@ -304,17 +304,21 @@ ChatInput parse_chat_input(const Json& body) {
             if (!declared)
                 throw ApiError(400, "'tool_choice' names function '" + name->get<std::string>() + "', which 'tools' does not declare",
                                "invalid_value");
-            throw ApiError(400, "'tool_choice' naming a function is not supported yet (k3 cannot force a tool call)",
-                           "unsupported_field");
+            for (const Json& tool : input.tools)
+                if (tool["function"]["name"] == *name) input.forced_tools.push_back(tool);
+            // The template knows "required" (a named function is enforced by the grammar alone).
+            input.template_extra["tool_choice"] = "required";
+        } else {
+            if (!choice->is_string()) wrong_type("tool_choice", "a string or an object");
+            if (*choice != "auto" && *choice != "none" && *choice != "required")
+                throw ApiError(400, "'tool_choice' must be \"auto\", \"none\", \"required\" or a function", "invalid_value");
+            if (*choice == "required") {
+                if (!input.tools.is_array()) throw ApiError(400, "'tool_choice': \"required\" needs 'tools'", "invalid_value");
+                input.forced_tools = input.tools;
+            }
+            input.tool_calls_forbidden = *choice == "none";
+            input.template_extra["tool_choice"] = *choice;
         }
-        if (!choice->is_string()) wrong_type("tool_choice", "a string or an object");
-        if (*choice == "required")
-            throw ApiError(400, "'tool_choice': \"required\" is not supported yet (k3 cannot force a tool call)",
-                           "unsupported_field");
-        if (*choice != "auto" && *choice != "none")
-            throw ApiError(400, "'tool_choice' must be \"auto\", \"none\", \"required\" or a function", "invalid_value");
-        input.tool_calls_forbidden = *choice == "none";
-        input.template_extra["tool_choice"] = *choice;
     }
     if (const Json* parallel = member(body, "parallel_tool_calls"); parallel && !parallel->is_boolean())
         wrong_type("parallel_tool_calls", "a boolean");

@@ -61,6 +61,8 @@ struct ChatInput {
     Json template_extra = Json::object();  // tool_choice, response_format, chat_template_kwargs
     bool thinking = true;                  // what the template will be told (its default: true)
     bool tool_calls_forbidden = false;     // tool_choice "none"
+    Json forced_tools = Json::array();     // tool_choice "required" (every tool) or a named one:
+                                           // the answer must call one of these
 };
 
 // The body as a JSON object; 400 for malformed JSON or another type.

@@ -46,6 +46,18 @@ TEST(TokenMask, AgreesWithFeedingEachToken) {
     for (const char* prefix : {"", "\xC3", "a\xE2", "a\xE2\x82"}) expect_mask_matches_brute_force(unicode, prefix);
 }
 
+TEST(TokenMask, NoTokenLeadsWhereNothingCanFollow) {
+    // Bytes that can only begin a surrogate (ED A0) or an overlong form (E0 80, C0) are no
+    // start of a code point, however wide the class: a token of them would be a dead end.
+    const auto grammar = parse_gbnf("root ::= [^\"]* \"\\\"\"\n");
+    const std::vector<std::string> vocab = {"\xED", "\xED\xA0", "\xED\x9F", "\xE0\x80", "\xC0", "\xE0\xA0", "a", "\""};
+    const TokenTrie trie(vocab);
+    Matcher matcher(grammar);
+    std::vector<uint8_t> allowed;
+    matcher.allowed_tokens(trie, allowed);
+    EXPECT_EQ(allowed, (std::vector<uint8_t>{1, 0, 1, 0, 0, 1, 1, 1}));
+}
+
 TEST(TokenMask, RandomWalksStayInsideTheGrammar) {
     const std::string gbnf = "root ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= \"true\" | \"null\" | [0-9]+ | \"\\\"\" [a-c]* \"\\\"\"\n";
     const auto grammar = parse_gbnf(gbnf);

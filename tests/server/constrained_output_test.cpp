@@ -59,7 +59,7 @@ double log_sum_exp(const std::vector<float>& row) {
 
 class ConstrainedServer : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() { server_ = new ServerProcess(kModel, {"--parallel", "4", "--ctx-size", "512"}); }
+    static void SetUpTestSuite() { server_ = new ServerProcess(kModel, {"--parallel", "4", "--ctx-size", "1024"}); }
     static void TearDownTestSuite() {
         EXPECT_EQ(server_->stop(), 0);
         delete server_;
@@ -206,6 +206,52 @@ TEST_F(ConstrainedServer, ToolChoiceNoneAndReasoningEffortAreAccepted) {
     EXPECT_NE(none["choices"][0]["finish_reason"], "tool_calls");
     for (const char* effort : {"none", "low", "medium", "high"})
         post("/v1/chat/completions", {{"messages", messages}, {"reasoning_effort", effort}, {"max_tokens", 2}});
+}
+
+TEST_F(ConstrainedServer, ForcedToolCallsCallADeclaredToolWithValidArguments) {
+    const json tools = json::parse(R"([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 8}, "days": {"type": "integer"}}, "required": ["city"]}}},
+        {"type": "function", "function": {"name": "a&b \"q\"", "parameters": {"type": "object",
+            "properties": {"x": {"type": "boolean"}}, "required": ["x"]}}}])");
+    const json messages = json::array({{{"role", "user"}, {"content", "weather?"}}});
+    auto check_call = [](const json& call) {
+        const json arguments = json::parse(call["function"]["arguments"].get<std::string>());
+        if (call["function"]["name"] == "get_weather") {
+            ASSERT_TRUE(arguments["city"].is_string());
+            EXPECT_LE(arguments["city"].get<std::string>().size(), 8u * 4);  // at most 8 code points
+            if (arguments.contains("days")) {
+                EXPECT_TRUE(arguments["days"].is_number_integer());
+            }
+        } else {
+            EXPECT_EQ(call["function"]["name"], "a&b \"q\"");  // the markup's escaping undone
+            EXPECT_TRUE(arguments["x"].is_boolean());
+        }
+    };
+    int called = 0;
+    for (int seed = 0; seed < 12; ++seed) {
+        const json body = post("/v1/chat/completions", {{"messages", messages}, {"tools", tools}, {"tool_choice", "required"},
+                                                         {"max_tokens", 300}, {"seed", seed},
+                                                         {"chat_template_kwargs", {{"thinking", false}}}});
+        const json& choice = body["choices"][0];
+        if (choice["finish_reason"] == "length") continue;  // the free text before the call ran long
+        ASSERT_EQ(choice["finish_reason"], "tool_calls") << body.dump();
+        ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+        check_call(choice["message"]["tool_calls"][0]);
+        ++called;
+    }
+    EXPECT_GE(called, 3);
+    const json named = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    for (int seed = 0; seed < 6; ++seed) {
+        const json body = post("/v1/chat/completions", {{"messages", messages}, {"tools", tools}, {"tool_choice", named},
+                                                         {"max_tokens", 300}, {"seed", seed},
+                                                         {"chat_template_kwargs", {{"thinking", false}}}});
+        const json& choice = body["choices"][0];
+        if (choice["finish_reason"] == "length") continue;
+        ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << body.dump();
+        EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+        check_call(choice["message"]["tool_calls"][0]);
+    }
 }
 
 TEST(ServerDefaults, SamplingDefaultsAndGrammarFileApplyWhenTheRequestGivesNone) {
