@@ -8,7 +8,9 @@
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/matcher.h"
+#include "grammar/token_constraint.h"
 #include "grammar/token_trie.h"
+#include "util/error.h"
 
 namespace k3::grammar {
 namespace {
@@ -56,6 +58,29 @@ TEST(TokenMask, NoTokenLeadsWhereNothingCanFollow) {
     std::vector<uint8_t> allowed;
     matcher.allowed_tokens(trie, allowed);
     EXPECT_EQ(allowed, (std::vector<uint8_t>{1, 0, 1, 0, 0, 1, 1, 1}));
+}
+
+TEST(TokenMask, SymbolTokensMatchOnlyTheirOwnCodePoint) {
+    // Token 1 is a control token standing for \U00110000, token 2 ends generation.
+    auto vocabulary = std::make_shared<const TokenVocabulary>(std::vector<std::string>{"a", "", "", "b"}, std::vector<int32_t>{2},
+                                                              std::vector<TokenVocabulary::Symbol>{{1, 0x110000}});
+    auto mask = [](TokenConstraint& constraint) {
+        std::vector<float> logits(4, 0.0f);
+        constraint.mask(logits);
+        std::vector<int> allowed;
+        for (float l : logits) allowed.push_back(l == 0.0f);
+        return allowed;
+    };
+    TokenConstraint exact(parse_gbnf("root ::= \"a\" \"\\U00110000\" \"b\"?"), vocabulary);
+    EXPECT_EQ(mask(exact), (std::vector<int>{1, 0, 0, 0}));
+    exact.accept(0);
+    EXPECT_EQ(mask(exact), (std::vector<int>{0, 1, 0, 0}));
+    exact.accept(1);
+    EXPECT_EQ(mask(exact), (std::vector<int>{0, 0, 1, 1}));  // end, or the optional "b"
+    // '.' and negated classes match text only, never a control token.
+    TokenConstraint any(parse_gbnf("root ::= .*"), vocabulary);
+    EXPECT_EQ(mask(any), (std::vector<int>{1, 0, 1, 1}));
+    EXPECT_THROW(any.accept(1), Error);
 }
 
 TEST(TokenMask, RandomWalksStayInsideTheGrammar) {
