@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/isa.h"
 #include "kernels/thread_pool.h"
@@ -42,6 +43,17 @@ const char* numerics_name(Numerics numerics);
 // each row's integer dot with every token (the row stays in L1 while the tokens pass).
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
             float* y, int64_t y_stride, Numerics numerics = Numerics::exact);
+
+// Products of several matrices with the same activations (an expert's gate and up): each
+// output gets exactly matmul's result, but under native numerics the activation rows are
+// rounded once and one parallel pass covers every matrix's rows.
+struct MatmulOutput {
+    const MatrixView* w;
+    float* y;          // [n_tokens][w->rows], rows y_stride floats apart
+    int64_t y_stride;
+};
+void matmul_same_input(ThreadPool& pool, std::span<const MatmulOutput> outputs, const float* x, int64_t x_stride,
+                       int64_t n_tokens, Numerics numerics);
 
 // The same product on the calling thread with scalar kernels only: the test reference.
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,

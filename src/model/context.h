@@ -37,6 +37,12 @@ struct ForwardContext {
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
         kernels::matmul(pool, w, x, w.cols, n, y, w.rows, numerics);
     }
+    // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x (kernels::matmul_same_input).
+    void linear_pair(const kernels::MatrixView& w_gate, const kernels::MatrixView& w_up, const float* x, int64_t n,
+                     float* gate, float* up) const {
+        const kernels::MatmulOutput outputs[] = {{&w_gate, gate, w_gate.rows}, {&w_up, up, w_up.rows}};
+        kernels::matmul_same_input(pool, outputs, x, w_gate.cols, n, numerics);
+    }
     void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
         if (dump && *dump) (*dump)(name, data, rows, cols);
     }

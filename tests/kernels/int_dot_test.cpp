@@ -281,6 +281,42 @@ TEST_P(IntDot, MultiTokenKernelsAndMatmulEqualTheRowKernel) {
 INSTANTIATE_TEST_SUITE_P(Types, IntDot, ::testing::ValuesIn(kIntTypes),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
+// Gate and up in one pass: each output exactly matmul's own, whether the two share one rounding
+// of the activations (Q8_0 and MXFP4: both Q8_0) or not (Q4_1 takes Q8_1), in both numerics.
+TEST(MatmulSameInput, EachOutputIsItsOwnMatmul) {
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    const int64_t cols = kZooCols, rows = 40, tokens = 5;
+    const auto encode = [&](const char* name, std::vector<uint8_t>& bytes) {
+        const tensor::TypeTraits* t = tensor::find_type(name);
+        const size_t row_size = tensor::row_bytes(*t, cols);
+        bytes.resize(row_size * rows);
+        for (int64_t r = 0; r < rows; ++r) t->quantize_row(source.data() + r * cols, bytes.data() + r * row_size, cols);
+        return MatrixView{t, bytes.data(), cols, rows, row_size};
+    };
+    std::vector<float> x;
+    for (int64_t t = 0; t < tokens; ++t) {
+        const std::vector<float> xt = test_row(cols, uint32_t(300 + t));
+        x.insert(x.end(), xt.begin(), xt.end());
+    }
+    ThreadPool pool(2);
+    std::vector<uint8_t> a_bytes, b_bytes;
+    for (const char* second : {"MXFP4", "Q4_1"}) {
+        const MatrixView a = encode("Q8_0", a_bytes), b = encode(second, b_bytes);
+        for (Numerics numerics : {Numerics::native, Numerics::exact})
+            for (int64_t n : {int64_t(1), tokens}) {
+                std::vector<float> ya(size_t(n * rows)), yb(size_t(n * rows)), want_a(ya.size()), want_b(yb.size());
+                const MatmulOutput outputs[] = {{&a, ya.data(), rows}, {&b, yb.data(), rows}};
+                matmul_same_input(pool, outputs, x.data(), cols, n, numerics);
+                matmul(pool, a, x.data(), cols, n, want_a.data(), rows, numerics);
+                matmul(pool, b, x.data(), cols, n, want_b.data(), rows, numerics);
+                for (size_t i = 0; i < ya.size(); ++i) {
+                    ASSERT_EQ(bits_of(ya[i]), bits_of(want_a[i])) << second << " " << numerics_name(numerics) << " " << i;
+                    ASSERT_EQ(bits_of(yb[i]), bits_of(want_b[i])) << second << " " << numerics_name(numerics) << " " << i;
+                }
+            }
+    }
+}
+
 TEST(IntDotKernel, TypesWithoutIntegerKernelKeepF32Activations) {
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
         EXPECT_EQ(int_dot_kernel(tensor::Type::F32, isa), nullptr);
