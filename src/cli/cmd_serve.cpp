@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/numerics_option.h"
 #include "cli/residency_options.h"
 #include "server/serve.h"
 
@@ -49,6 +50,7 @@ int run_serve(int argc, char** argv) {
     app.add_option("-n,--n-predict", sampling.max_tokens, "tokens to generate when a request gives no limit (default: the rest of the context)")
         ->check(CLI::PositiveNumber);
     add_residency_options(app, options.residency);
+    add_numerics_option(app, options.numerics);
     CLI11_PARSE(app, argc, argv);
     return server::serve(options);
 }

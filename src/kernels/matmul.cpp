@@ -1,10 +1,13 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
+#include "kernels/activation_quant.h"
 #include "kernels/dequant.h"
 #include "kernels/dot.h"
+#include "kernels/int_dot.h"
 #include "kernels/matmul_tile.h"
 
 namespace k3::kernels {
@@ -38,7 +41,73 @@ struct ScalarLane {
 // A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
 constexpr size_t kTileBytes = size_t(512) << 10;
 
+// Native numerics: every token row rounded once (in parallel for many tokens), then tiles of
+// rows, each row dotted with every token while it is in L1. The quantised rows live in a buffer
+// of the calling thread that grows to the largest call and is then reused: no allocation per
+// call once a forward pass has run.
+// Every output's rows in tiles, one task per tile, numbered across the outputs in order.
+void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, const float* x, int64_t x_stride,
+                    int64_t n_tokens) {
+    const MatrixView& first_w = *outputs.front().w;
+    const ActivationFormat format = activation_format(first_w.type->type);
+    const int64_t cols = first_w.cols;
+    const size_t act_bytes = activation_row_bytes(format, cols);
+    thread_local std::vector<uint8_t> act_rows;
+    if (act_rows.size() < act_bytes * size_t(n_tokens)) act_rows.resize(act_bytes * size_t(n_tokens));
+    uint8_t* const act = act_rows.data();
+    const auto quantize = [&](int64_t t) {
+        quantize_activation_row(format, x + t * x_stride, act + size_t(t) * act_bytes, cols, "matmul activations");
+    };
+    if (n_tokens <= 2) {
+        for (int64_t t = 0; t < n_tokens; ++t) quantize(t);
+    } else {
+        pool.parallel_for(n_tokens, [&](int64_t t, int) { quantize(t); });
+    }
+    int64_t total_rows = 0, n_tasks = 0;
+    for (const MatmulOutput& o : outputs) total_rows += o.w->rows;
+    const int64_t tile = rows_per_task(total_rows, pool.size(), 16);
+    for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
+    // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
+    const int64_t token_run = std::max<int64_t>(1, int64_t(kTileBytes / act_bytes));
+    pool.parallel_for(n_tasks, [&](int64_t task, int) {
+        size_t k = 0;
+        for (int64_t tasks_of_output; task >= (tasks_of_output = (outputs[k].w->rows + tile - 1) / tile); ++k)
+            task -= tasks_of_output;
+        const MatrixView& w = *outputs[k].w;
+        float* const y = outputs[k].y;
+        const int64_t y_stride = outputs[k].y_stride;
+        const IntDotFn dot = int_dot_kernel(w.type->type);
+        const IntDotRowsFn dot_rows = int_dot_rows_kernel(w.type->type);
+        const int64_t first = task * tile, last = std::min(w.rows, first + tile);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
+            const int64_t tokens = std::min(token_run, n_tokens - t0);
+            const uint8_t* run = act + size_t(t0) * act_bytes;
+            for (int64_t r = first; r < last; ++r) {
+                if (dot_rows && tokens > 1) {
+                    dot_rows(w.row(r), run, act_bytes, tokens, cols, y + t0 * y_stride + r, y_stride);
+                    continue;
+                }
+                for (int64_t t = 0; t < tokens; ++t) y[(t0 + t) * y_stride + r] = dot(w.row(r), run + size_t(t) * act_bytes, cols);
+            }
+        }
+    });
+}
+
+// The outputs can share one rounding of the activations: native numerics, an integer kernel
+// for every type, one activation format and row width.
+bool integer_path(std::span<const MatmulOutput> outputs, Numerics numerics) {
+    if (numerics != Numerics::native || outputs.empty()) return false;
+    const MatrixView& first = *outputs.front().w;
+    for (const MatmulOutput& o : outputs)
+        if (!int_dot_kernel(o.w->type->type) || o.w->cols != first.cols ||
+            activation_format(o.w->type->type) != activation_format(first.type->type))
+            return false;
+    return true;
+}
+
 }  // namespace
+
+const char* numerics_name(Numerics numerics) { return numerics == Numerics::native ? "native" : "exact"; }
 
 TileProductFn tile_product_kernel(Isa isa) {
     if (!isa_supported(isa)) return nullptr;
@@ -51,8 +120,13 @@ TileProductFn tile_product_kernel(Isa isa) {
 }
 
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
-            float* y, int64_t y_stride) {
+            float* y, int64_t y_stride, Numerics numerics) {
     if (n_tokens <= 0 || w.rows <= 0) return;
+    const MatmulOutput output{&w, y, y_stride};
+    if (integer_path(std::span(&output, 1), numerics)) {
+        matmul_integer(pool, std::span(&output, 1), x, x_stride, n_tokens);
+        return;
+    }
     const DotRowFn dot = dot_row_kernel(w.type->type);
     if (n_tokens <= 2) {
         const int64_t tile = rows_per_task(w.rows, pool.size(), 16);
@@ -86,6 +160,16 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
         }
         product(rows, stride, count, w.cols, x, x_stride, n_tokens, y + first, y_stride);
     });
+}
+
+void matmul_same_input(ThreadPool& pool, std::span<const MatmulOutput> outputs, const float* x, int64_t x_stride,
+                       int64_t n_tokens, Numerics numerics) {
+    if (n_tokens <= 0) return;
+    if (integer_path(outputs, numerics)) {
+        matmul_integer(pool, outputs, x, x_stride, n_tokens);
+        return;
+    }
+    for (const MatmulOutput& o : outputs) matmul(pool, *o.w, x, x_stride, n_tokens, o.y, o.y_stride, numerics);
 }
 
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,

@@ -103,8 +103,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         up.resize(size_t(m * Fe));
         std::vector<float>& result = expert_out[size_t(expert->expert)];
         result.resize(size_t(m * Ls));
-        ctx.linear(expert->gate, inputs.data(), m, gate.data());
-        ctx.linear(expert->up, inputs.data(), m, up.data());
+        ctx.linear_pair(expert->gate, expert->up, inputs.data(), m, gate.data(), up.data());
         kernels::situ(gate.data(), up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, gate.data());
         ctx.linear(expert->down, gate.data(), m, result.data());
         source.release(expert->expert);

@@ -24,6 +24,7 @@ struct ServeOptions {
     std::string grammar_file;    // GBNF for requests that give no grammar or schema; empty: none
     SamplingDefaults sampling;   // for fields a request leaves out
     runtime::ResidencyOptions residency;  // memory budget and expert cache
+    kernels::Numerics numerics = kernels::Numerics::native;  // --exact
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts
