@@ -112,6 +112,8 @@ struct HttpServer::Impl {
     asio::awaitable<void> serve_connection(std::shared_ptr<Connection> conn);
     asio::awaitable<void> refuse_connection(std::shared_ptr<Connection> conn);
     asio::awaitable<void> drain(Connection& conn);
+    asio::awaitable<error_code> read_head(Connection& conn, beast::flat_buffer& buffer,
+                                          http::request_parser<http::string_body>& parser);
     asio::awaitable<bool> write_response(Connection& conn, const HttpResponse& response, bool keep_alive);
     asio::awaitable<bool> write_channel(std::shared_ptr<Connection> conn, std::shared_ptr<ResponseChannel> channel,
                                         bool keep_alive);
@@ -228,6 +230,37 @@ asio::awaitable<void> HttpServer::Impl::drain(Connection& conn) {
     }
 }
 
+// Reads a request head into `parser`. Beast's own header_limit forgets the fields it has already
+// consumed (a flood of empty "a:" lines passes it), so every byte of the head is counted here.
+// A kept-alive connection may wait --idle-timeout for the first byte; from there the whole
+// request must arrive within --timeout.
+asio::awaitable<error_code> HttpServer::Impl::read_head(Connection& conn, beast::flat_buffer& buffer,
+                                                        http::request_parser<http::string_body>& parser) {
+    conn.stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+    bool started = false;
+    uint64_t head_bytes = 0;
+    for (;;) {
+        if (buffer.size() > 0) {
+            if (!started) conn.stream.expires_after(request_timeout());
+            started = true;
+            error_code ec;
+            const size_t used = parser.put(buffer.data(), ec);
+            buffer.consume(used);
+            head_bytes += used;
+            if (parser.is_header_done()) co_return error_code{};
+            if (ec && ec != http::error::need_more) co_return ec;
+            if (head_bytes + buffer.size() > options.max_header_bytes) co_return http::error::header_limit;
+        }
+        const size_t room = options.max_header_bytes + 1 - (head_bytes + buffer.size());
+        error_code ec;
+        const size_t n = co_await conn.stream.async_read_some(buffer.prepare(room), asio::redirect_error(kAwait, ec));
+        buffer.commit(n);
+        if (ec == asio::error::eof)
+            co_return parser.got_some() || buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
+        if (ec) co_return ec;
+    }
+}
+
 asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connection> conn) {
     beast::flat_buffer buffer;
     for (;;) {
@@ -235,12 +268,9 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
         parser.header_limit(options.max_header_bytes);
         parser.body_limit(options.max_body_bytes);
         conn->idle = true;
-        conn->stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
-        error_code ec;
-        co_await http::async_read_header(conn->stream, buffer, parser, asio::redirect_error(kAwait, ec));
+        error_code ec = co_await read_head(*conn, buffer, parser);
         conn->idle = false;
         if (!ec && !stopping) {
-            conn->stream.expires_after(request_timeout());
             if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {  // curl, for larger bodies
                 http::response<http::empty_body> go_on{http::status::continue_, 11};
                 co_await http::async_write(conn->stream, go_on, asio::redirect_error(kAwait, ec));

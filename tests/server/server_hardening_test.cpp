@@ -1,6 +1,13 @@
 // `k3 serve` against hostile requests (issue #18): none of them may kill, stall or bloat the
 // server, and each is answered with an error that says what is wrong.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -54,6 +61,62 @@ TEST(ServerHardening, DeeplyNestedJsonInTemplateVisibleFieldsIsRefused) {
     json with_limit = request;
     with_limit["max_tokens"] = 1;
     EXPECT_EQ(http_request(server.port(), "POST", "/v1/chat/completions", with_limit.dump()).status, 200);
+    EXPECT_EQ(server.stop(), 0);
+}
+
+// Sends `head` then up to `flood_bytes` of `filler`, repeated, and stops sending as soon as the
+// server answers; returns that answer.
+HttpReply flood_head(uint16_t port, const std::string& head, const std::string& filler, size_t flood_bytes) {
+    const int fd = connect_loopback(port);
+    std::string chunk;
+    while (chunk.size() < (64u << 10)) chunk += filler;
+    send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    for (size_t sent = 0; sent < flood_bytes;) {
+        pollfd watch{fd, POLLIN | POLLOUT, 0};
+        if (poll(&watch, 1, 10000) <= 0 || (watch.revents & (POLLIN | POLLERR | POLLHUP))) break;
+        const ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno != EAGAIN) break;
+        if (n > 0) sent += size_t(n);
+    }
+    timeval wait{20, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    return read_reply(fd);
+}
+
+TEST(ServerHardening, EmptyHeaderFloodIsRefusedWith431) {
+    ServerProcess server(kModel, {"--ctx-size", "256"});
+    const uint64_t before = resident_bytes(server.pid());
+    const HttpReply reply = flood_head(server.port(), "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n", "a:\r\n",
+                                       size_t{40} << 20);
+    EXPECT_EQ(reply.status, 431) << reply.body;
+    EXPECT_NE(reply.body.find("request headers exceed 16384 bytes"), std::string::npos) << reply.body;
+    const uint64_t after = resident_bytes(server.pid());
+    EXPECT_LT(after, before + (uint64_t{64} << 20)) << "resident memory grew from " << before << " to " << after;
+    EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServerHardening, TheWholeHeadMustArriveWithinTheRequestTimeout) {
+    ServerProcess server(kModel, {"--ctx-size", "256", "--timeout", "1", "--idle-timeout", "30"});
+    const int fd = connect_loopback(server.port());
+    const auto start = std::chrono::steady_clock::now();
+    // One header byte every 200 ms: never idle, never complete.
+    const std::string head = "GET /health HTTP/1.1\r\nX-Slow: ";
+    send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    bool closed = false;
+    for (int i = 0; i < 50 && !closed; ++i) {
+        pollfd watch{fd, POLLIN, 0};
+        if (poll(&watch, 1, 200) > 0) {
+            char byte;
+            closed = recv(fd, &byte, 1, 0) <= 0;
+        } else {
+            send(fd, "x", 1, MSG_NOSIGNAL);
+        }
+    }
+    close(fd);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(closed) << "the connection stayed open for " << seconds << " s";
+    EXPECT_LT(seconds, 5.0);
     EXPECT_EQ(server.stop(), 0);
 }
 
