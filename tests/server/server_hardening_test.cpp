@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
 #include "server/server_harness.h"
 #include "support/test_support.h"
 
@@ -22,6 +24,19 @@ namespace {
 using nlohmann::json;
 
 const std::string kModel = fixture("tiny-k3/model.gguf");
+
+// tiny-k3 with another chat template, written to `path`.
+std::string model_with_template(const std::string& path, const std::string& chat_template) {
+    auto in = gguf::GgufFile::open(kModel);
+    gguf::GgufWriter out(path);
+    for (const auto& [key, value] : in->metadata())
+        if (key != "tokenizer.chat_template") out.set(key, value);
+    out.set_string("tokenizer.chat_template", chat_template);
+    for (const gguf::TensorInfo& t : in->tensors()) out.add_tensor(t.name, t.type, t.ne);
+    for (const gguf::TensorInfo& t : in->tensors()) out.write_tensor(t.name, t.data, t.n_bytes);
+    out.finish();
+    return path;
+}
 
 std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -117,6 +132,27 @@ TEST(ServerHardening, TheWholeHeadMustArriveWithinTheRequestTimeout) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_TRUE(closed) << "the connection stayed open for " << seconds << " s";
     EXPECT_LT(seconds, 5.0);
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServerHardening, ATemplateOverItsBudgetGets500AndTheServerKeepsServing) {
+    ScratchDir dir;
+    // Each iteration builds a 100,000-item list twice: the memory budget ends it within a second.
+    const std::string model = model_with_template(
+        dir.file("looping.gguf"),
+        "{% for i in range(100000) %}{% set x = range(100000) | list %}{% endfor %}{{ messages[0].content }}");
+    ServerProcess server(model, {"--ctx-size", "256"});
+    const std::string chat = R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})";
+    for (int round = 0; round < 2; ++round) {
+        const HttpReply reply = http_request(server.port(), "POST", "/v1/chat/completions", chat);
+        EXPECT_EQ(reply.status, 500) << reply.body;
+        EXPECT_NE(reply.body.find("the template exceeded its memory budget of 805306368 bytes"), std::string::npos)
+            << reply.body;
+        EXPECT_LT(resident_bytes(server.pid()), uint64_t{1} << 30);
+    }
+    EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+    EXPECT_EQ(http_request(server.port(), "POST", "/completion", R"({"prompt": [1, 2, 3], "n_predict": 2})").status,
+              200);
     EXPECT_EQ(server.stop(), 0);
 }
 
