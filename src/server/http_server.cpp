@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -19,6 +20,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -105,6 +107,9 @@ struct HttpServer::Impl {
     std::function<void()> on_stopping;
     asio::steady_timer grace_timer{io};
     std::optional<asio::signal_set> signals;
+    // After io: destroyed (joined) first, as its threads post their results to io.
+    std::optional<asio::thread_pool> workers;
+    size_t in_workers = 0;  // requests running or queued there (I/O thread only)
 
     std::chrono::seconds request_timeout() const { return std::chrono::seconds(options.request_timeout_s); }
 
@@ -112,6 +117,8 @@ struct HttpServer::Impl {
     asio::awaitable<void> serve_connection(std::shared_ptr<Connection> conn);
     asio::awaitable<void> refuse_connection(std::shared_ptr<Connection> conn);
     asio::awaitable<void> drain(Connection& conn);
+    Reply call_handler(const HttpRequest& request);
+    asio::awaitable<Reply> handle(HttpRequest request);
     asio::awaitable<error_code> read_head(Connection& conn, beast::flat_buffer& buffer,
                                           http::request_parser<http::string_body>& parser);
     asio::awaitable<bool> write_response(Connection& conn, const HttpResponse& response, bool keep_alive);
@@ -216,6 +223,48 @@ asio::awaitable<bool> HttpServer::Impl::write_channel(std::shared_ptr<Connection
     co_return ok;
 }
 
+Reply HttpServer::Impl::call_handler(const HttpRequest& request) {
+    try {
+        return handler(request);
+    } catch (const std::exception& e) {
+        return {error_response(500, e.what(), "server_error", "internal_error"), nullptr};
+    }
+}
+
+// A request with a body goes to the worker pool while this coroutine waits; the I/O thread
+// serves other connections meanwhile.
+asio::awaitable<Reply> HttpServer::Impl::handle(HttpRequest request) {
+    if (request.body.empty()) co_return call_handler(request);
+    if (in_workers >= options.workers + options.work_queue) {
+        HttpResponse busy = error_response(503, "the server is busy (request queue full); retry later",
+                                           "server_error", "server_busy");
+        busy.headers.emplace_back("Retry-After", "1");
+        co_return Reply{busy, nullptr};
+    }
+    struct Pending {
+        explicit Pending(asio::io_context& io) : timer(io, asio::steady_timer::time_point::max()) {}
+        asio::steady_timer timer;  // cancelled when the reply is in
+        Reply reply;
+        bool done = false;  // set on the I/O thread
+    };
+    auto pending = std::make_shared<Pending>(io);
+    ++in_workers;
+    asio::post(*workers, [this, pending, request = std::move(request)] {
+        Reply reply = call_handler(request);
+        asio::post(io, [this, pending, reply = std::move(reply)]() mutable {
+            --in_workers;
+            pending->reply = std::move(reply);
+            pending->done = true;
+            pending->timer.cancel();
+        });
+    });
+    while (!pending->done) {
+        error_code ec;
+        co_await pending->timer.async_wait(asio::redirect_error(kAwait, ec));
+    }
+    co_return std::move(pending->reply);
+}
+
 // After refusing a request whose body is still arriving: closing at once would reset the
 // connection and could destroy the refusal before the client reads it, so read and discard
 // for a moment first.
@@ -306,12 +355,7 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
         request.body = message.body();
         const bool keep_alive = message.keep_alive();
 
-        Reply reply;
-        try {
-            reply = handler(request);
-        } catch (const std::exception& e) {
-            reply.response = error_response(500, e.what(), "server_error", "internal_error");
-        }
+        const Reply reply = co_await handle(std::move(request));
         const bool ok = reply.channel ? co_await write_channel(conn, reply.channel, keep_alive && !stopping)
                                       : co_await write_response(*conn, reply.response, keep_alive && !stopping);
         if (!ok || !keep_alive || stopping) break;
@@ -373,8 +417,10 @@ void HttpServer::run(bool handle_signals, std::function<void()> on_stopping) {
             if (!ec) impl.begin_stop();
         });
     }
+    impl.workers.emplace(std::max<size_t>(impl.options.workers, 1));
     asio::co_spawn(impl.io, impl.accept_loop(), asio::detached);
     impl.io.run();
+    impl.workers->join();  // io ran until every request's coroutine, so every handler, had ended
 }
 
 void HttpServer::stop() {

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
+#include <future>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -153,6 +156,33 @@ TEST(ServerHardening, ATemplateOverItsBudgetGets500AndTheServerKeepsServing) {
     EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
     EXPECT_EQ(http_request(server.port(), "POST", "/completion", R"({"prompt": [1, 2, 3], "n_predict": 2})").status,
               200);
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServerHardening, HealthAnswersWithinASecondWhileLargeChatsAreRendered) {
+    ServerProcess server(kModel, {"--ctx-size", "256"});
+    std::string body = R"({"messages": [)";
+    for (int i = 0; i < 250000; ++i) body += std::string(i ? "," : "") + R"({"role":"user","content":"x"})";
+    body += "]}";
+    ASSERT_LT(body.size(), size_t{8} << 20);
+    std::vector<std::future<int>> chats;
+    for (int i = 0; i < 3; ++i)
+        chats.push_back(std::async(std::launch::async, [&] {
+            return http_request(server.port(), "POST", "/v1/chat/completions", body).status;
+        }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the bodies are in, rendering started
+    double slowest = 0;
+    int answered_while_busy = 0;
+    while (chats.back().wait_for(std::chrono::milliseconds(0)) != std::future_status::ready && answered_while_busy < 20) {
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_EQ(http_request(server.port(), "GET", "/health").status, 200);
+        slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        ++answered_while_busy;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    for (auto& chat : chats) EXPECT_EQ(chat.get(), 400) << "250,000 messages exceed a 256-token context";
+    EXPECT_GT(answered_while_busy, 0);
+    EXPECT_LT(slowest, 1.0) << "slowest /health, seconds";
     EXPECT_EQ(server.stop(), 0);
 }
 
