@@ -71,8 +71,10 @@ struct Waker {
     asio::steady_timer timer;
 };
 
-// The client closing its side while we wait for the generation: a readable socket with no
-// data. Pipelined bytes are left for the next request.
+// The client's connection failing while we wait for the generation. An orderly end of its
+// sending side is not a hang-up: a client may half-close after its request (legal HTTP) and
+// still read the answer; one that closed entirely is found by the next write failing.
+// Pipelined bytes are left for the next request.
 void watch_disconnect(const std::shared_ptr<Connection>& conn, const std::shared_ptr<ResponseChannel>& channel) {
     tcp::socket& socket = conn->stream.socket();
     socket.async_wait(tcp::socket::wait_read, [conn, channel](const error_code& ec) {
@@ -83,7 +85,7 @@ void watch_disconnect(const std::shared_ptr<Connection>& conn, const std::shared
         }
         char byte = 0;
         const ssize_t n = ::recv(conn->stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) channel->client_gone();
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) channel->client_gone();
     });
 }
 

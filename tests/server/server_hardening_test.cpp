@@ -2,6 +2,8 @@
 // server, and each is answered with an error that says what is wrong.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -183,6 +185,84 @@ TEST(ServerHardening, HealthAnswersWithinASecondWhileLargeChatsAreRendered) {
     for (auto& chat : chats) EXPECT_EQ(chat.get(), 400) << "250,000 messages exceed a 256-token context";
     EXPECT_GT(answered_while_busy, 0);
     EXPECT_LT(slowest, 1.0) << "slowest /health, seconds";
+    EXPECT_EQ(server.stop(), 0);
+}
+
+void expect_key_required(uint16_t port, const std::string& key) {
+    const std::string body = R"({"prompt": [1, 2, 3], "n_predict": 2})";
+    EXPECT_EQ(http_request(port, "POST", "/completion", body).status, 401);
+    EXPECT_EQ(http_request(port, "POST", "/completion", body, {"Authorization: Bearer " + key}).status, 200);
+}
+
+TEST(ServerHardening, ApiKeyFromTheEnvironmentOrAFile) {
+    {
+        setenv("K3_API_KEY", "from-env", 1);
+        ServerProcess server(kModel, {"--ctx-size", "256"});
+        unsetenv("K3_API_KEY");
+        expect_key_required(server.port(), "from-env");
+        EXPECT_EQ(server.stop(), 0);
+    }
+    ScratchDir dir;
+    const std::string key_file = dir.file("key");
+    write_bytes(key_file, "from-file\n", 10);
+    ServerProcess server(kModel, {"--ctx-size", "256", "--api-key-file", key_file});
+    expect_key_required(server.port(), "from-file");
+    EXPECT_EQ(server.stop(), 0);
+    const CommandResult empty = run_k3({"serve", "-m", kModel, "--api-key-file", dir.file("missing")});
+    EXPECT_NE(empty.exit_code, 0);
+    EXPECT_NE(empty.err.find("--api-key-file"), std::string::npos) << empty.err;
+}
+
+// Sends `request` on a fresh connection and returns the socket.
+int send_request(uint16_t port, const std::string& path, const std::string& body) {
+    const int fd = connect_loopback(port);
+    const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                                "\r\n\r\n" + body;
+    send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    return fd;
+}
+
+TEST(ServerHardening, AClientThatHalfClosesAfterItsRequestStillGetsTheWholeStream) {
+    ServerProcess server(kModel, {"--ctx-size", "256"});
+    const json request = {{"prompt", {1, 2, 3}}, {"n_predict", 40}, {"ignore_eos", true}, {"temperature", 0},
+                          {"stream", true}};
+    const int fd = send_request(server.port(), "/completion", request.dump());
+    shutdown(fd, SHUT_WR);
+    const HttpReply reply = read_reply(fd);
+    EXPECT_EQ(reply.status, 200);
+    size_t tokens = 0;
+    for (const std::string& event : sse_events(reply.body)) {
+        const json chunk = json::parse(event);
+        if (!chunk.value("stop", false)) ++tokens;
+        else EXPECT_EQ(chunk["tokens_predicted"], 40);
+    }
+    EXPECT_GE(tokens, 30u) << "the stream was cut short";
+    EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServerHardening, SigtermMidStreamEndsWithAShutdownError) {
+    ServerProcess server(kModel, {"--ctx-size", "4096"});
+    const json request = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3800},
+                          {"ignore_eos", true}, {"stream", true}};
+    const int fd = send_request(server.port(), "/v1/chat/completions", request.dump());
+    std::string seen;
+    char buffer[4096];
+    while (seen.find("data: ") == std::string::npos) {
+        const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+        ASSERT_GT(n, 0) << "no stream: " << seen;
+        seen.append(buffer, size_t(n));
+    }
+    kill(server.pid(), SIGTERM);
+    for (ssize_t n; (n = recv(fd, buffer, sizeof buffer, 0)) > 0;) seen.append(buffer, size_t(n));
+    close(fd);
+    const std::vector<std::string> events = sse_events(seen);
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_EQ(events.back(), "[DONE]");
+    const json last = json::parse(events[events.size() - 2]);
+    EXPECT_EQ(last["error"]["code"], "server_shutdown") << last.dump();
+    for (const std::string& event : events)
+        EXPECT_EQ(event.find("\"finish_reason\":\"stop\""), std::string::npos) << "a cut stream read as a stop";
     EXPECT_EQ(server.stop(), 0);
 }
 
