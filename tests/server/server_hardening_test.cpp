@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -20,6 +21,7 @@
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "server/http_server.h"
 #include "server/server_harness.h"
 #include "support/test_support.h"
 
@@ -264,6 +266,37 @@ TEST(ServerHardening, SigtermMidStreamEndsWithAShutdownError) {
     for (const std::string& event : events)
         EXPECT_EQ(event.find("\"finish_reason\":\"stop\""), std::string::npos) << "a cut stream read as a stop";
     EXPECT_EQ(server.stop(), 0);
+}
+
+// The worker pool's bounds, in process: one worker, no queue, a handler held until released.
+TEST(ServerHardening, RequestsBeyondTheWorkQueueGet503WhileBodilessOnesAreServed) {
+    server::HttpServerOptions options;
+    options.port = 0;
+    options.workers = 1;
+    options.work_queue = 0;
+    std::promise<void> release;
+    const std::shared_future<void> released = release.get_future().share();
+    std::atomic<bool> holding{false};
+    server::HttpServer http(options, [&](const server::HttpRequest& request) {
+        if (request.body == "hold") {
+            holding = true;
+            released.wait();
+        }
+        return server::Reply{server::HttpResponse{200, "text/plain", "done", {}}, nullptr};
+    });
+    std::thread io([&] { http.run(/*handle_signals=*/false, {}); });
+    auto held = std::async(std::launch::async, [&] { return http_request(http.port(), "POST", "/x", "hold"); });
+    for (int i = 0; i < 500 && !holding; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(holding);
+    const HttpReply refused = http_request(http.port(), "POST", "/x", "more");
+    EXPECT_EQ(refused.status, 503);
+    EXPECT_EQ(refused.header("retry-after"), "1");
+    EXPECT_EQ(http_request(http.port(), "GET", "/health").body, "done") << "a bodiless request waits for no worker";
+    release.set_value();
+    EXPECT_EQ(held.get().body, "done");
+    EXPECT_EQ(http_request(http.port(), "POST", "/x", "more").status, 200);
+    http.stop();
+    io.join();
 }
 
 }  // namespace
