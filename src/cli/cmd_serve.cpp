@@ -1,12 +1,30 @@
 // `k3 serve`: the OpenAI-compatible HTTP server (src/server/).
 #include <CLI/CLI.hpp>
 
+#include <cctype>
+#include <fstream>
+#include <string>
+
 #include "cli/commands.h"
 #include "cli/numerics_option.h"
 #include "cli/residency_options.h"
 #include "server/serve.h"
+#include "util/error.h"
 
 namespace k3::cli {
+
+namespace {
+
+std::string read_api_key(const std::string& path) {
+    std::ifstream in(path);
+    std::string key;
+    if (!in || !std::getline(in, key)) throw Error("--api-key-file " + path + ": cannot read a line from it");
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+    if (key.empty()) throw Error("--api-key-file " + path + ": the first line is empty");
+    return key;
+}
+
+}  // namespace
 
 int run_serve(int argc, char** argv) {
     CLI::App app{"Serve a model over an OpenAI-compatible HTTP API with continuous batching", "k3 serve"};
@@ -24,7 +42,12 @@ int run_serve(int argc, char** argv) {
         ->check(CLI::PositiveNumber);
     app.add_option("-t,--threads", options.threads, "worker threads (default: all hardware threads)")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--api-key", options.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
+    std::string api_key_file;
+    auto* api_key = app.add_option("--api-key", options.api_key,
+                                   "require 'Authorization: Bearer KEY' (all but /health); also $K3_API_KEY")
+                        ->envname("K3_API_KEY");
+    app.add_option("--api-key-file", api_key_file, "read the API key from the first line of this file (not shown by ps)")
+        ->excludes(api_key);
     app.add_option("--alias", options.model_name, "model name in responses (default: the file name)");
     app.add_option("--max-body", http.max_body_bytes, "largest request body in bytes (default 8 MiB)")
         ->check(CLI::PositiveNumber);
@@ -52,6 +75,7 @@ int run_serve(int argc, char** argv) {
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
     CLI11_PARSE(app, argc, argv);
+    if (!api_key_file.empty()) options.api_key = read_api_key(api_key_file);
     return server::serve(options);
 }
 

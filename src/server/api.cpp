@@ -55,6 +55,9 @@ Reply Api::handle(const HttpRequest& request) {
         reply = route(request);
     } catch (const ApiError& e) {
         reply.response = error_response(e.status, e.what(), e.type, e.code);
+    } catch (const jinja::BudgetExceeded& e) {
+        reply.response = error_response(500, std::string("chat template: ") + e.what(), "server_error",
+                                        "template_budget_exceeded");
     } catch (const jinja::TemplateError& e) {
         reply.response = error_response(400, "chat template: " + e.kind() + ": " + e.what(), "invalid_request_error",
                                         "template_error");

@@ -192,10 +192,15 @@ HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& su
 }
 
 void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
-    if (summary.outcome == runtime::JobOutcome::error) {
-        const std::string message = "generation failed: " + summary.error;
-        if (!stream_) return channel_->respond(error_response(500, message, "server_error", "generation_failed"));
-        send_event({{"error", {{"message", message}, {"type", "server_error"}, {"code", "generation_failed"}}}});
+    // Cut short: only a server that is stopping still has a client to tell (a client that went
+    // away cancels its own job), and it must not read as a real stop.
+    if (summary.outcome != runtime::JobOutcome::finished) {
+        const bool cancelled = summary.outcome == runtime::JobOutcome::cancelled;
+        const std::string message = cancelled ? "generation cut short: the server is shutting down"
+                                              : "generation failed: " + summary.error;
+        const char* code = cancelled ? "server_shutdown" : "generation_failed";
+        if (!stream_) return channel_->respond(error_response(cancelled ? 503 : 500, message, "server_error", code));
+        send_event({{"error", {{"message", message}, {"type", "server_error"}, {"code", code}}}});
         if (endpoint_ != Endpoint::llama_completion) channel_->send("data: [DONE]\n\n");
         return channel_->finish();
     }
@@ -204,8 +209,7 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
     rest += stops_.finish();
     if (endpoint_ == Endpoint::llama_completion) {
         content_ += rest;
-        const char* stop_type = summary.outcome == runtime::JobOutcome::cancelled       ? "none"
-                                : summary.finish == runtime::FinishReason::stop_id ? "eos"
+        const char* stop_type = summary.finish == runtime::FinishReason::stop_id ? "eos"
                                 : summary.finish == runtime::FinishReason::caller  ? "word"
                                                                                     : "limit";
         Json last = {{"content", stream_ ? rest : content_},

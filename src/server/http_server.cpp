@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -19,6 +20,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -69,8 +71,10 @@ struct Waker {
     asio::steady_timer timer;
 };
 
-// The client closing its side while we wait for the generation: a readable socket with no
-// data. Pipelined bytes are left for the next request.
+// The client's connection failing while we wait for the generation. An orderly end of its
+// sending side is not a hang-up: a client may half-close after its request (legal HTTP) and
+// still read the answer; one that closed entirely is found by the next write failing.
+// Pipelined bytes are left for the next request.
 void watch_disconnect(const std::shared_ptr<Connection>& conn, const std::shared_ptr<ResponseChannel>& channel) {
     tcp::socket& socket = conn->stream.socket();
     socket.async_wait(tcp::socket::wait_read, [conn, channel](const error_code& ec) {
@@ -81,7 +85,7 @@ void watch_disconnect(const std::shared_ptr<Connection>& conn, const std::shared
         }
         char byte = 0;
         const ssize_t n = ::recv(conn->stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) channel->client_gone();
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) channel->client_gone();
     });
 }
 
@@ -105,6 +109,9 @@ struct HttpServer::Impl {
     std::function<void()> on_stopping;
     asio::steady_timer grace_timer{io};
     std::optional<asio::signal_set> signals;
+    // After io: destroyed (joined) first, as its threads post their results to io.
+    std::optional<asio::thread_pool> workers;
+    size_t in_workers = 0;  // requests running or queued there (I/O thread only)
 
     std::chrono::seconds request_timeout() const { return std::chrono::seconds(options.request_timeout_s); }
 
@@ -112,6 +119,10 @@ struct HttpServer::Impl {
     asio::awaitable<void> serve_connection(std::shared_ptr<Connection> conn);
     asio::awaitable<void> refuse_connection(std::shared_ptr<Connection> conn);
     asio::awaitable<void> drain(Connection& conn);
+    Reply call_handler(const HttpRequest& request);
+    asio::awaitable<Reply> handle(HttpRequest request);
+    asio::awaitable<error_code> read_head(Connection& conn, beast::flat_buffer& buffer,
+                                          http::request_parser<http::string_body>& parser);
     asio::awaitable<bool> write_response(Connection& conn, const HttpResponse& response, bool keep_alive);
     asio::awaitable<bool> write_channel(std::shared_ptr<Connection> conn, std::shared_ptr<ResponseChannel> channel,
                                         bool keep_alive);
@@ -214,6 +225,48 @@ asio::awaitable<bool> HttpServer::Impl::write_channel(std::shared_ptr<Connection
     co_return ok;
 }
 
+Reply HttpServer::Impl::call_handler(const HttpRequest& request) {
+    try {
+        return handler(request);
+    } catch (const std::exception& e) {
+        return {error_response(500, e.what(), "server_error", "internal_error"), nullptr};
+    }
+}
+
+// A request with a body goes to the worker pool while this coroutine waits; the I/O thread
+// serves other connections meanwhile.
+asio::awaitable<Reply> HttpServer::Impl::handle(HttpRequest request) {
+    if (request.body.empty()) co_return call_handler(request);
+    if (in_workers >= options.workers + options.work_queue) {
+        HttpResponse busy = error_response(503, "the server is busy (request queue full); retry later",
+                                           "server_error", "server_busy");
+        busy.headers.emplace_back("Retry-After", "1");
+        co_return Reply{busy, nullptr};
+    }
+    struct Pending {
+        explicit Pending(asio::io_context& io) : timer(io, asio::steady_timer::time_point::max()) {}
+        asio::steady_timer timer;  // cancelled when the reply is in
+        Reply reply;
+        bool done = false;  // set on the I/O thread
+    };
+    auto pending = std::make_shared<Pending>(io);
+    ++in_workers;
+    asio::post(*workers, [this, pending, request = std::move(request)] {
+        Reply reply = call_handler(request);
+        asio::post(io, [this, pending, reply = std::move(reply)]() mutable {
+            --in_workers;
+            pending->reply = std::move(reply);
+            pending->done = true;
+            pending->timer.cancel();
+        });
+    });
+    while (!pending->done) {
+        error_code ec;
+        co_await pending->timer.async_wait(asio::redirect_error(kAwait, ec));
+    }
+    co_return std::move(pending->reply);
+}
+
 // After refusing a request whose body is still arriving: closing at once would reset the
 // connection and could destroy the refusal before the client reads it, so read and discard
 // for a moment first.
@@ -228,6 +281,37 @@ asio::awaitable<void> HttpServer::Impl::drain(Connection& conn) {
     }
 }
 
+// Reads a request head into `parser`. Beast's own header_limit forgets the fields it has already
+// consumed (a flood of empty "a:" lines passes it), so every byte of the head is counted here.
+// A kept-alive connection may wait --idle-timeout for the first byte; from there the whole
+// request must arrive within --timeout.
+asio::awaitable<error_code> HttpServer::Impl::read_head(Connection& conn, beast::flat_buffer& buffer,
+                                                        http::request_parser<http::string_body>& parser) {
+    conn.stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+    bool started = false;
+    uint64_t head_bytes = 0;
+    for (;;) {
+        if (buffer.size() > 0) {
+            if (!started) conn.stream.expires_after(request_timeout());
+            started = true;
+            error_code ec;
+            const size_t used = parser.put(buffer.data(), ec);
+            buffer.consume(used);
+            head_bytes += used;
+            if (parser.is_header_done()) co_return error_code{};
+            if (ec && ec != http::error::need_more) co_return ec;
+            if (head_bytes + buffer.size() > options.max_header_bytes) co_return http::error::header_limit;
+        }
+        const size_t room = options.max_header_bytes + 1 - (head_bytes + buffer.size());
+        error_code ec;
+        const size_t n = co_await conn.stream.async_read_some(buffer.prepare(room), asio::redirect_error(kAwait, ec));
+        buffer.commit(n);
+        if (ec == asio::error::eof)
+            co_return parser.got_some() || buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream;
+        if (ec) co_return ec;
+    }
+}
+
 asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connection> conn) {
     beast::flat_buffer buffer;
     for (;;) {
@@ -235,12 +319,9 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
         parser.header_limit(options.max_header_bytes);
         parser.body_limit(options.max_body_bytes);
         conn->idle = true;
-        conn->stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
-        error_code ec;
-        co_await http::async_read_header(conn->stream, buffer, parser, asio::redirect_error(kAwait, ec));
+        error_code ec = co_await read_head(*conn, buffer, parser);
         conn->idle = false;
         if (!ec && !stopping) {
-            conn->stream.expires_after(request_timeout());
             if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {  // curl, for larger bodies
                 http::response<http::empty_body> go_on{http::status::continue_, 11};
                 co_await http::async_write(conn->stream, go_on, asio::redirect_error(kAwait, ec));
@@ -276,12 +357,7 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
         request.body = message.body();
         const bool keep_alive = message.keep_alive();
 
-        Reply reply;
-        try {
-            reply = handler(request);
-        } catch (const std::exception& e) {
-            reply.response = error_response(500, e.what(), "server_error", "internal_error");
-        }
+        const Reply reply = co_await handle(std::move(request));
         const bool ok = reply.channel ? co_await write_channel(conn, reply.channel, keep_alive && !stopping)
                                       : co_await write_response(*conn, reply.response, keep_alive && !stopping);
         if (!ok || !keep_alive || stopping) break;
@@ -343,8 +419,10 @@ void HttpServer::run(bool handle_signals, std::function<void()> on_stopping) {
             if (!ec) impl.begin_stop();
         });
     }
+    impl.workers.emplace(std::max<size_t>(impl.options.workers, 1));
     asio::co_spawn(impl.io, impl.accept_loop(), asio::detached);
     impl.io.run();
+    impl.workers->join();  // io ran until every request's coroutine, so every handler, had ended
 }
 
 void HttpServer::stop() {

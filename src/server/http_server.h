@@ -1,8 +1,10 @@
 // The network side of `k3 serve`: HTTP/1.1 on Boost.Beast with bounded parsers (header and body
 // limits, chunked bodies included), per-connection timeouts, a connection cap, keep-alive, and
-// chunked streaming of responses produced on another thread. All I/O runs on one thread; the
-// handler must not block (generation runs on the scheduler's thread and answers through a
-// ResponseChannel).
+// chunked streaming of responses produced on another thread. All I/O runs on one thread.
+// Requests with a body (parsing, template rendering, tokenization) are handled on a small
+// worker pool with a bounded queue, so that no request stalls the I/O thread; requests without
+// one (GET /health, /metrics, /v1/models) are handled on the I/O thread and must be cheap.
+// Generation runs on the scheduler's thread and answers through a ResponseChannel.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,8 @@ struct HttpServerOptions {
     int request_timeout_s = 30;               // to receive a whole request, or one write to finish
     int idle_timeout_s = 60;                  // a kept-alive connection waiting for its next request
     int shutdown_grace_s = 10;                // after a stop, then connections are cut
+    size_t workers = 2;                       // threads that run handlers of requests with a body
+    size_t work_queue = 64;                   // such requests waiting for one; beyond it 503
 };
 
 // What a handler answers: a whole response now, or a channel that will carry it.
@@ -30,7 +34,7 @@ struct Reply {
     HttpResponse response;
     std::shared_ptr<ResponseChannel> channel;  // when set, `response` is unused
 };
-using Handler = std::function<Reply(const HttpRequest&)>;
+using Handler = std::function<Reply(const HttpRequest&)>;  // called from several threads at once
 
 class HttpServer {
 public:

@@ -6,6 +6,8 @@
 #include <set>
 #include <string_view>
 
+#include "text/bounded_json.h"
+
 namespace k3::server {
 
 namespace {
@@ -150,8 +152,12 @@ std::optional<Json> response_format_schema(const Json& format) {
 }  // namespace
 
 Json parse_body(const std::string& body) {
-    Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) throw ApiError(400, "the request body is not valid JSON", "invalid_json");
+    Json json;
+    try {
+        json = text::parse_bounded_json(body);
+    } catch (const Error& e) {
+        throw ApiError(400, std::string("the request body: ") + e.what(), "invalid_json");
+    }
     if (!json.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_json");
     return json;
 }

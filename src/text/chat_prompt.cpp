@@ -1,6 +1,10 @@
 #include "text/chat_prompt.h"
 
+#include <string>
 #include <string_view>
+
+#include "text/bounded_json.h"
+#include "util/error.h"
 
 namespace k3::text {
 namespace {
@@ -11,10 +15,14 @@ constexpr std::string_view kOpen = "\xEE\x80\x80";
 constexpr std::string_view kClose = "\xEE\x80\x81";
 
 // Replaces every special-token text in the strings of `value` (and every kOpen) by a
-// placeholder, appending the original texts to `shielded`.
-void shield(nlohmann::ordered_json& value, const Tokenizer& tokenizer, std::vector<std::string>& shielded) {
+// placeholder, appending the original texts to `shielded`. `depth` counts the containers
+// around `value`, checked before descending so that no input can exhaust the stack.
+void shield(nlohmann::ordered_json& value, const Tokenizer& tokenizer, std::vector<std::string>& shielded,
+            int depth = 0) {
     if (value.is_structured()) {
-        for (nlohmann::ordered_json& item : value) shield(item, tokenizer, shielded);
+        if (depth + 1 > kMaxNesting)
+            throw Error("template variables nest deeper than " + std::to_string(kMaxNesting) + " levels");
+        for (nlohmann::ordered_json& item : value) shield(item, tokenizer, shielded, depth + 1);
         return;
     }
     if (!value.is_string()) return;

@@ -26,6 +26,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& variables) const 
     }
     options.max_output_bytes = options_.max_output_bytes;
     options.max_call_depth = options_.max_call_depth;
+    options.budget = options_.budget;
     const jinja::Value vars = jinja::from_json(variables);
     jinja::Renderer renderer(options);
     return renderer.render(*template_, vars.as_dict());

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/jinja_budget.h"
 #include "text/jinja_error.h"
 
 namespace k3::jinja {
@@ -28,9 +29,10 @@ namespace k3::text {
 struct ChatTemplateOptions {
     // The instant strftime_now() formats (naive local time); unset means the wall clock.
     std::optional<std::tm> now;
-    // Guards against runaway templates; exceeding either raises TemplateError.
+    // Guards against runaway templates; exceeding any raises TemplateError naming it.
     size_t max_output_bytes = size_t{256} << 20;
     int max_call_depth = 400;  // nested macro calls / recursive loops
+    jinja::RenderBudget budget;  // work and memory per render
 };
 
 class ChatTemplate {

@@ -123,10 +123,27 @@ void Renderer::release() {
     objects_.clear();
 }
 
+namespace {
+
+// Appends `item`, first dropping expired entries once the list has doubled since the last time.
+template <class T>
+void remember(std::vector<std::weak_ptr<T>>& list, size_t& compacted, const std::shared_ptr<T>& item) {
+    if (list.size() >= 2 * compacted + 64) {
+        std::erase_if(list, [](const std::weak_ptr<T>& weak) { return weak.expired(); });
+        compacted = list.size();
+    }
+    list.push_back(item);
+}
+
+}  // namespace
+
+void Renderer::track(const std::shared_ptr<Object>& object) { remember(objects_, objects_compacted_, object); }
+
 ScopePtr Renderer::new_scope(const ScopePtr& parent) {
-    auto scope = std::make_shared<Scope>();
+    // Not make_shared: a weak_ptr in scopes_ would keep the whole block of a dead scope alive.
+    auto scope = std::shared_ptr<Scope>(new Scope);
     scope->parent = parent;
-    scopes_.push_back(scope);
+    remember(scopes_, scopes_compacted_, scope);
     return scope;
 }
 
@@ -134,6 +151,21 @@ void Renderer::check_size(size_t bytes) const {
     if (bytes > options_.max_output_bytes)
         raise("TemplateRuntimeError", "rendered output exceeds the limit of " +
                                           std::to_string(options_.max_output_bytes) + " bytes");
+}
+
+void Renderer::charge_work() {
+    if (++usage_.work > options_.budget.max_work)
+        throw BudgetExceeded("TemplateRuntimeError", "the template exceeded its work budget of " +
+                                                         std::to_string(options_.budget.max_work) +
+                                                         " steps (statements, expressions and loop iterations)");
+}
+
+void Renderer::charge_bytes(uint64_t bytes) {
+    usage_.value_bytes += bytes;
+    if (usage_.value_bytes > options_.budget.max_value_bytes)
+        throw BudgetExceeded("TemplateRuntimeError", "the template exceeded its memory budget of " +
+                                                         std::to_string(options_.budget.max_value_bytes) +
+                                                         " bytes of values");
 }
 
 void Renderer::append(std::string& out, const std::string& text) const {
@@ -165,6 +197,7 @@ Renderer::Flow Renderer::exec_body(const Body& body, const ScopePtr& scope, std:
 }
 
 Renderer::Flow Renderer::exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
+    charge_work();
     switch (s.kind) {
         case StmtKind::Text: append(out, s.text); break;
         case StmtKind::Print: append(out, to_str(eval(*s.expr, scope))); break;
@@ -228,6 +261,7 @@ void Renderer::exec_for(const Stmt& s, const Value& iterable, const ScopePtr& sc
     if (s.loop_filter) {
         std::vector<Value> kept;
         for (auto& item : items) {
+            charge_work();
             auto test_scope = new_scope(scope);
             assign(s.target, item, *test_scope, test_scope);
             if (truthy(eval(*s.loop_filter, test_scope))) kept.push_back(std::move(item));
@@ -242,6 +276,7 @@ void Renderer::exec_for(const Stmt& s, const Value& iterable, const ScopePtr& sc
     track(loop);
     const Value loop_value = Value::object(loop);
     for (size_t i = 0; i < items.size(); ++i) {
+        charge_work();
         loop->set_index(i);
         auto iteration = new_scope(scope);
         assign(s.target, items[i], *iteration, iteration);
@@ -363,7 +398,32 @@ Value Renderer::eval_call(const Expr& expr, const ScopePtr& scope) {
     return call(callee, args);
 }
 
+// The bytes a value holds itself (its string, or its slots); what it shares is counted where made.
+uint64_t own_bytes(const Value& v) {
+    if (v.is_string()) return v.as_string().size();
+    if (v.is_list()) return v.as_list().items.size() * sizeof(Value);
+    if (v.is_dict()) return v.as_dict().items.size() * 2 * sizeof(Value);
+    return 0;
+}
+
 Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
+    charge_work();
+    Value value = eval_node(e, scope);
+    // Names, attributes, items, literals and the logical operators pass on existing values.
+    switch (e.kind) {
+        case ExprKind::List:
+        case ExprKind::Tuple:
+        case ExprKind::Dict:
+        case ExprKind::Slice:
+        case ExprKind::Call:
+        case ExprKind::Filter:
+        case ExprKind::Binary: charge_bytes(own_bytes(value)); break;
+        default: break;
+    }
+    return value;
+}
+
+Value Renderer::eval_node(const Expr& e, const ScopePtr& scope) {
     switch (e.kind) {
         case ExprKind::Literal: return e.literal;
         case ExprKind::Name: {

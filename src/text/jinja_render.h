@@ -1,6 +1,7 @@
 // The interpreter: renders a parsed template with Jinja2's scoping (a for-loop iteration,
 // macro call, with/generation block and set-block each get their own scope; if does not),
-// loop controls, macros and recursive loops, with guards on call depth and output size.
+// loop controls, macros and recursive loops, with guards on call depth and output size and
+// budgets of work and memory.
 #pragma once
 
 #include <ctime>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "text/jinja_ast.h"
+#include "text/jinja_budget.h"
 
 namespace k3::jinja {
 
@@ -17,6 +19,13 @@ struct RenderOptions {
     std::tm now{};                           // what strftime_now() formats
     size_t max_output_bytes = size_t{256} << 20;
     int max_call_depth = 400;
+    RenderBudget budget;
+};
+
+// What a render has spent of its budgets.
+struct RenderUsage {
+    uint64_t work = 0;
+    uint64_t value_bytes = 0;
 };
 
 struct Scope {
@@ -44,10 +53,11 @@ public:
     std::string run_loop(const Stmt& loop, const Value& iterable, const ScopePtr& scope, int depth);
 
     const RenderOptions& options() const { return options_; }
+    const RenderUsage& usage() const { return usage_; }
     // Raises when a string of this many bytes would exceed the output limit.
     void check_size(size_t bytes) const;
     // Registers a namespace so that reference cycles through it are broken after rendering.
-    void track(const std::shared_ptr<Object>& object) { objects_.push_back(object); }
+    void track(const std::shared_ptr<Object>& object);
 
 private:
     enum class Flow { Normal, Break, Continue };
@@ -55,7 +65,10 @@ private:
     Flow exec(const Stmt& stmt, const ScopePtr& scope, std::string& out);
     void exec_for(const Stmt& stmt, const Value& iterable, const ScopePtr& scope, std::string& out, int depth);
     void assign(const Target& target, const Value& value, Scope& scope, const ScopePtr& lookup);
-    Value eval(const Expr& expr, const ScopePtr& scope);
+    Value eval(const Expr& expr, const ScopePtr& scope);  // charges the budgets, then eval_node
+    Value eval_node(const Expr& expr, const ScopePtr& scope);
+    void charge_work();
+    void charge_bytes(uint64_t bytes);
     Value eval_call(const Expr& expr, const ScopePtr& scope);
     void eval_arguments(const Expr& expr, size_t first, const ScopePtr& scope, CallArgs& args);
     ScopePtr new_scope(const ScopePtr& parent);
@@ -64,8 +77,12 @@ private:
 
     RenderOptions options_;
     int depth_ = 0;
+    RenderUsage usage_;
+    // Everything that may sit in a reference cycle, for release(); entries that expired are
+    // dropped whenever a list has doubled, so a long loop does not keep its dead scopes.
     std::vector<std::weak_ptr<Scope>> scopes_;
     std::vector<std::weak_ptr<Object>> objects_;
+    size_t scopes_compacted_ = 0, objects_compacted_ = 0;  // sizes after the last compaction
 };
 
 }  // namespace k3::jinja

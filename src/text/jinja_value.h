@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/bounded_json.h"
 #include "text/jinja_error.h"
 
 namespace k3::jinja {
@@ -64,9 +65,9 @@ public:
     virtual void release() {}
 };
 
-// Containers nest at most this deep (Python's repr and json.dumps stop near 1000 too), so
-// printing, comparing and freeing a value never exhausts the stack.
-constexpr int kMaxNesting = 1000;
+// Containers nest at most text::kMaxNesting deep, so printing, comparing and freeing a value
+// never exhausts the stack.
+using text::kMaxNesting;
 
 class Value {
 public:

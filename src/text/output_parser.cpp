@@ -4,6 +4,9 @@
 #include <optional>
 #include <utility>
 
+#include "text/bounded_json.h"
+#include "util/error.h"
+
 namespace k3::text {
 namespace {
 
@@ -26,12 +29,20 @@ std::optional<bool> schema_says_string(const json* schema) {
     return type.size() == 1 ? std::optional<bool>(true) : std::nullopt;
 }
 
+// The value `text` holds, or nothing when it is not JSON or nests too deep to be dumped again.
+std::optional<ordered_json> parsed_json(const std::string& text) {
+    try {
+        return parse_bounded_json(text);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
 // An argument's value as the template wrote it: strings raw, everything else as JSON.
 ordered_json typed_value(const std::string& raw, const std::string& type_attribute, const json* schema) {
     const bool as_string = schema_says_string(schema).value_or(type_attribute == "string");
     if (as_string) return raw;
-    ordered_json parsed = ordered_json::parse(raw, nullptr, /*allow_exceptions=*/false);
-    return parsed.is_discarded() ? ordered_json(raw) : parsed;
+    return parsed_json(raw).value_or(ordered_json(raw));
 }
 
 std::string dump(const ordered_json& value) {
@@ -244,7 +255,7 @@ void OutputParser::finish_call() {
     ToolCall call{call_name_, {}};
     if (has_json_block_) {
         json_block_ = break_markers(json_block_);
-        ordered_json block = ordered_json::parse(json_block_, nullptr, /*allow_exceptions=*/false);
+        ordered_json block = parsed_json(json_block_).value_or(ordered_json());
         if (block.is_object()) {
             for (auto& [key, value] : call_arguments_.items()) block[key] = value;
             call.arguments = dump(block);

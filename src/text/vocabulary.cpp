@@ -1,6 +1,7 @@
 #include "text/vocabulary.h"
 
 #include <array>
+#include <variant>
 
 #include "gguf/gguf_file.h"
 #include "util/error.h"
@@ -90,6 +91,17 @@ Vocabulary read_vocabulary(const gguf::GgufFile& file) {
     Vocabulary vocab;
     vocab.model = require_string("tokenizer.ggml.model");
     vocab.pre_tokenizer = file.get_string("tokenizer.ggml.pre").value_or("default");
+    // A vocabulary larger than the model's embedding is not this model's: refused before its
+    // strings are copied and indexed (a small file can hold millions of them).
+    const gguf::Value* listed = file.find("tokenizer.ggml.tokens");
+    const gguf::TensorInfo* embedding = file.find_tensor("token_embd.weight");
+    if (listed && std::holds_alternative<gguf::Array>(listed->data) && embedding && embedding->ne.size() >= 2) {
+        const size_t n_listed = std::get<gguf::Array>(listed->data).items.size();
+        if (n_listed > static_cast<uint64_t>(embedding->ne[1]))
+            throw Error(file.path() + ": tokenizer.ggml.tokens lists " + std::to_string(n_listed) +
+                        " tokens, more than the " + std::to_string(embedding->ne[1]) +
+                        " rows of token_embd.weight");
+    }
     auto tokens = file.get_string_array("tokenizer.ggml.tokens");
     if (!tokens || tokens->empty())
         throw Error(file.path() + ": metadata key tokenizer.ggml.tokens is missing or empty");

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -89,8 +90,7 @@ std::string dechunk(const std::string& raw) {
 
 }  // namespace
 
-HttpReply http_request(uint16_t port, const std::string& method, const std::string& path, const std::string& body,
-                       const std::vector<std::string>& extra_headers) {
+int connect_loopback(uint16_t port) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -100,6 +100,19 @@ HttpReply http_request(uint16_t port, const std::string& method, const std::stri
         close(fd);
         throw std::runtime_error("cannot connect to port " + std::to_string(port));
     }
+    return fd;
+}
+
+uint64_t resident_bytes(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmRSS:   1234 kB"
+    return 0;
+}
+
+HttpReply http_request(uint16_t port, const std::string& method, const std::string& path, const std::string& body,
+                       const std::vector<std::string>& extra_headers) {
+    const int fd = connect_loopback(port);
     std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
     for (const std::string& line : extra_headers) request += line + "\r\n";
     if (!body.empty() || method == "POST")
@@ -110,6 +123,10 @@ HttpReply http_request(uint16_t port, const std::string& method, const std::stri
         if (n <= 0) break;  // the server may answer (e.g. 413) and close before reading it all
         sent += size_t(n);
     }
+    return read_reply(fd);
+}
+
+HttpReply read_reply(int fd) {
     std::string raw;
     char buffer[65536];
     for (ssize_t n; (n = recv(fd, buffer, sizeof buffer, 0)) > 0;) raw.append(buffer, size_t(n));

@@ -19,6 +19,7 @@ public:
     ServerProcess& operator=(const ServerProcess&) = delete;
 
     uint16_t port() const { return port_; }
+    pid_t pid() const { return pid_; }
     // Sends SIGTERM and returns the exit status (-1 if it died by a signal or could not be reaped).
     int stop();
 
@@ -35,10 +36,19 @@ struct HttpReply {
     std::string header(const std::string& name) const;  // value of a header (lower-case name), or ""
 };
 
+// A socket connected to 127.0.0.1:port; throws if the connection fails.
+int connect_loopback(uint16_t port);
+
+// Resident memory of a process in bytes (VmRSS), or 0 if it cannot be read.
+uint64_t resident_bytes(pid_t pid);
+
 // Sends one request (Connection: close) and reads the whole reply. `extra_headers` are full lines
 // without CRLF, e.g. "Authorization: Bearer x".
 HttpReply http_request(uint16_t port, const std::string& method, const std::string& path,
                        const std::string& body = {}, const std::vector<std::string>& extra_headers = {});
+
+// Reads a whole reply from `fd` until the server closes it, then closes `fd`.
+HttpReply read_reply(int fd);
 
 // The `data:` payloads of a server-sent-event body, in order.
 std::vector<std::string> sse_events(const std::string& body);

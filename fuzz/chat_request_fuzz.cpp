@@ -1,0 +1,49 @@
+// libFuzzer target: a chat request body as `k3 serve` receives it, through request parsing, the
+// bundled Kimi-K3 chat template and the tokenizer (fixture vocabulary). Bad input must end in a
+// k3::Error (ApiError, TemplateError and BudgetExceeded included); nothing else may escape, no
+// input may crash or exhaust the stack, and the prompt's tokens must decode to its text.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "gguf/gguf_file.h"
+#include "server/request_parsing.h"
+#include "text/bundled_template.h"
+#include "text/chat_prompt.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace {
+
+void require(bool ok) {
+    if (!ok) std::abort();
+}
+
+const k3::text::Tokenizer& tokenizer() {
+    static const auto file = k3::gguf::GgufFile::open(K3_FUZZ_VOCABULARY);
+    static const k3::text::Tokenizer tok = k3::text::Tokenizer::from_gguf(*file);
+    return tok;
+}
+
+const k3::text::ChatTemplate& chat_template() {
+    static const k3::text::ChatTemplate tmpl{std::string(k3::text::bundled_kimi_k3_template())};
+    return tmpl;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string body(reinterpret_cast<const char*>(data), size);
+    const k3::text::Tokenizer& tok = tokenizer();
+    try {
+        const k3::server::ChatInput input = k3::server::parse_chat_input(k3::server::parse_body(body));
+        const k3::text::ChatPrompt prompt = k3::text::render_chat_prompt(
+            chat_template(), tok,
+            k3::text::chat_variables(input.messages, input.tools, /*add_generation_prompt=*/true, "", "",
+                                     input.template_extra));
+        require(tok.decode(prompt.ids) == prompt.text);
+    } catch (const k3::Error&) {
+        // A refused request: what the server answers 4xx/5xx.
+    }
+    return 0;
+}
