@@ -19,7 +19,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/generation_front.h"
+#include "cli/options.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -127,6 +129,7 @@ public:
           tokenizer_(text::Tokenizer::from_gguf(engine_->file())),
           prompter_(engine_->file(), tokenizer_, options), session_(*engine_),
           params_(generation_params(options, tokenizer_)) {
+        check_context_size(options.ctx_size, engine_->n_ctx_train());
         reset();
     }
 
@@ -264,10 +267,11 @@ int run_chat(int argc, char** argv) {
                  "(the answer on stdout, reasoning on stderr); anything else is taken line by line, each line "
                  "a user message (or a /command) answered in turn. Then k3 chat exits.",
                  "k3 chat"};
+    show_defaults(app);
     GenerationOptions options;
     options.n_predict = -1;  // an answer ends at the end of its turn
     add_generation_options(app, options);
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
     const bool interactive = isatty(STDIN_FILENO);
     Chat chat(options, interactive);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "convert/convert.h"
 #include "util/byte_size.h"
 
@@ -12,6 +13,7 @@ namespace k3::cli {
 
 int run_convert(int argc, char** argv) {
     CLI::App app{"Convert a Hugging Face Kimi-K3 checkpoint (safetensors, config.json, tiktoken.model) to GGUF."};
+    show_defaults(app);
     convert::ConvertOptions options;
     std::string split_max_size;
     app.add_option("HF_DIR", options.checkpoint_dir, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
@@ -23,11 +25,8 @@ int run_convert(int argc, char** argv) {
     app.add_option("--chat-template", options.chat_template_path,
                    "chat template (Jinja) to store when the checkpoint has none; default: k3's bundled Kimi-K3 template")
         ->check(CLI::ExistingFile);
-    CLI11_PARSE(app, argc, argv);
-    if (!options.dry_run && options.output_path.empty()) {
-        std::fprintf(stderr, "k3 convert: -o OUT.gguf is required (or --dry-run)\n");
-        return 2;
-    }
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    if (!options.dry_run && options.output_path.empty()) throw UsageError("-o OUT.gguf is required (or --dry-run)");
     if (!split_max_size.empty()) options.split_max_bytes = util::parse_byte_size(split_max_size);
     for (const std::string& path : convert::convert_checkpoint(options, stdout, stderr)) std::printf("wrote %s\n", path.c_str());
     return 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/gguf_writer.h"
 #include "model/mock_model.h"
 #include "text/bundled_template.h"
@@ -105,6 +106,7 @@ int run_mock(int argc, char** argv) {
     bool dry_run = false, quiet = false;
 
     CLI::App app{"Write a random-initialised Kimi-K3-shaped GGUF (for tests and benchmarks)."};
+    show_defaults(app);
     app.add_option("-o,--output", output, "output GGUF path");
     app.add_option("--preset", preset, "tiny (like fixtures/tiny-k3) or bench (n_embd 2048, 16 layers, ~3 GB)");
     app.add_option("--seed", seed, "random seed")->capture_default_str();
@@ -143,12 +145,12 @@ int run_mock(int argc, char** argv) {
     app.add_option("--embd-type", embd_type, "type of token_embd (default: --type)");
     app.add_option("--output-type", output_type, "type of output.weight (default: --type)");
     app.add_option("--split-max-size", split_size, "split into parts of at most this size (e.g. 1G)");
-    app.add_option("-t,--threads", n_threads, "threads generating tensors")->capture_default_str();
+    app.add_option("-t,--threads", n_threads, "threads generating tensors")->check(thread_count());
     app.add_flag("--dry-run", dry_run, "print the layout and size, write nothing");
     app.add_flag("-q,--quiet", quiet, "no progress output");
-    CLI11_PARSE(app, argc, argv);
-    if (output.empty() && !dry_run) throw Error("an output path is required (-o OUT.gguf), or --dry-run");
-    if (n_threads == 0) n_threads = 1;
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    if (output.empty() && !dry_run) throw UsageError("an output path is required (-o OUT.gguf), or --dry-run");
+    if (n_threads == 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
 
     model::MockTypes types;
     types.weights = producible_type(weight_type, "--type");

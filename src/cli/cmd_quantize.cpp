@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "convert/quantize.h"
 #include "util/byte_size.h"
 #include "util/error.h"
@@ -15,6 +16,7 @@ namespace k3::cli {
 int run_quantize(int argc, char** argv) {
     CLI::App app{"Re-encode a GGUF model's tensors. 1-D tensors, norms, the router and the conv weights keep their type "
                  "unless a --tensor-type rule names them; quantized tensors are kept unless --requantize."};
+    show_defaults(app);
     convert::QuantizeOptions options;
     std::vector<std::string> rules;
     std::string split_max_size;
@@ -24,7 +26,7 @@ int run_quantize(int argc, char** argv) {
     app.add_option("--tensor-type", rules, "REGEX=TYPE: tensors whose name matches REGEX get TYPE (repeatable, first match wins)");
     app.add_flag("--requantize", options.requantize, "re-encode already-quantized tensors (through f32)");
     app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     for (const std::string& rule : rules) {
         const size_t equals = rule.rfind('=');
         if (equals == std::string::npos || equals == 0 || equals + 1 == rule.size())

@@ -2,41 +2,44 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/residency_options.h"
+#include "gguf/gguf_file.h"
+#include "model/hparams.h"
 #include "server/serve.h"
 
 namespace k3::cli {
 
 int run_serve(int argc, char** argv) {
     CLI::App app{"Serve a model over an OpenAI-compatible HTTP API with continuous batching", "k3 serve"};
+    show_defaults(app);
     server::ServeOptions options;
     server::HttpServerOptions& http = options.http;
     app.add_option("-m,--model", options.model_path, "model GGUF (first part of a split model)")->required();
-    app.add_option("--host", http.host, "address to listen on (default 127.0.0.1: this machine only)");
-    app.add_option("--port", http.port, "TCP port (default 8080; 0: any free port, printed at start)");
-    app.add_option("--parallel", options.parallel, "sequences decoded together (default 1)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("-c,--ctx-size", options.ctx_size, "tokens per sequence (default: the model's context length)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--queue-size", options.queue_size, "requests waiting for a slot before 503 (default 64)");
-    app.add_option("--prefill-chunk", options.prefill_chunk, "prompt tokens fed per sequence per step (default 512)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("-t,--threads", options.threads, "worker threads (default: all hardware threads)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("--api-key", options.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
-    app.add_option("--alias", options.model_name, "model name in responses (default: the file name)");
-    app.add_option("--max-body", http.max_body_bytes, "largest request body in bytes (default 8 MiB)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--max-header", http.max_header_bytes, "largest request head in bytes (default 16 KiB)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--max-connections", http.max_connections, "open connections before 503 (default 512)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--timeout", http.request_timeout_s, "seconds to receive a request or send a piece (default 30)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")
-        ->check(CLI::PositiveNumber);
+    app.add_option("--host", http.host, "address to listen on (127.0.0.1: this machine only)");
+    app.add_option("--port", http.port, "TCP port (0: any free port, printed at start)")->check(in_range(0, 65535));
+    app.add_option("--parallel", options.parallel, "sequences decoded together")->check(at_least(1));
+    app.add_option("-c,--ctx-size", options.ctx_size, "tokens per sequence (0: the model's context length)")
+        ->check(at_least(0));
+    app.add_option("--queue-size", options.queue_size, "requests waiting for a slot before 503")->check(at_least(0));
+    app.add_option("--prefill-chunk", options.prefill_chunk, "prompt tokens fed per sequence per step")
+        ->check(at_least(1));
+    app.add_option("-t,--threads", options.threads, "worker threads (0: all hardware threads)")->check(thread_count());
+    app.add_option("--api-key", options.api_key, "require 'Authorization: Bearer KEY' (all but /health; empty: none)");
+    app.add_option("--alias", options.model_name, "model name in responses (empty: the file name)");
+    app.add_option("--max-body", http.max_body_bytes, "largest request body in bytes")->check(at_least(1));
+    app.add_option("--max-header", http.max_header_bytes, "largest request head in bytes")->check(at_least(1));
+    app.add_option("--max-connections", http.max_connections, "open connections before 503")->check(at_least(1));
+    app.add_option("--timeout", http.request_timeout_s, "seconds to receive a request or send a piece")
+        ->check(at_least(1));
+    app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle")->check(at_least(1));
     add_residency_options(app, options.residency);
-    CLI11_PARSE(app, argc, argv);
+    accept_jinja_flag(app);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    if (options.ctx_size > 0) {
+        const auto file = gguf::GgufFile::open(options.model_path);
+        check_context_size(options.ctx_size, model::HParams::from_gguf(*file).n_ctx_train);
+    }
     return server::serve(options);
 }
 

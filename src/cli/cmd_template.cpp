@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/gguf_file.h"
 #include "text/bundled_template.h"
 #include "text/chat_template.h"
@@ -42,6 +43,7 @@ int run_template(int argc, char** argv) {
     CLI::App app{"Render a chat template (Jinja2 as Hugging Face transformers runs it).\n"
                  "Either --template FILE --vars VARS.json, or -m MODEL.gguf --messages FILE.",
                  "k3 template"};
+    show_defaults(app);
     std::string template_path, vars_path, model_path, messages_path, tools_path, now_text;
     bool add_generation_prompt = false;
     app.add_option("--template", template_path, "a Jinja template file");
@@ -51,9 +53,9 @@ int run_template(int argc, char** argv) {
     app.add_option("--tools", tools_path, "JSON array of tool definitions (with -m)");
     app.add_flag("--add-generation-prompt", add_generation_prompt, "end with the assistant's generation prompt (with -m)");
     app.add_option("--now", now_text, "the instant strftime_now() formats, YYYY-MM-DDTHH:MM:SS (default: now)");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
-    if (template_path.empty() == model_path.empty()) throw Error("give either --template or -m (not both)");
+    if (template_path.empty() == model_path.empty()) throw UsageError("give either --template or -m (not both)");
     text::ChatTemplateOptions options;
     if (!now_text.empty()) options.now = text::parse_instant(now_text);
 
@@ -67,7 +69,7 @@ int run_template(int argc, char** argv) {
         if (!tools_path.empty()) vars["tools"] = read_json(tools_path, "--tools");
         if (add_generation_prompt) vars["add_generation_prompt"] = true;
     } else {
-        if (messages_path.empty()) throw Error("-m needs --messages FILE");
+        if (messages_path.empty()) throw UsageError("-m needs --messages FILE");
         const auto file = gguf::GgufFile::open(model_path);
         if (std::optional<std::string> embedded = file->get_string("tokenizer.chat_template")) {
             source = *embedded;

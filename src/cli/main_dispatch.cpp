@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -57,6 +58,8 @@ int run_main(int argc, char** argv) {
         argv[1] = program.data();
         try {
             return s.run(argc - 1, argv + 1);
+        } catch (const UsageError& e) {
+            return report_usage_error(program, e.what());
         } catch (const Error& e) {
             std::fprintf(stderr, "k3 %s: error: %s\n", s.name, e.what());
         } catch (const std::exception& e) {
