@@ -8,6 +8,7 @@
 #include "cli/options.h"
 #include "convert/convert.h"
 #include "util/byte_size.h"
+#include "util/interruption.h"
 
 namespace k3::cli {
 
@@ -25,10 +26,16 @@ int run_convert(int argc, char** argv) {
     app.add_option("--chat-template", options.chat_template_path,
                    "chat template (Jinja) to store when the checkpoint has none; default: k3's bundled Kimi-K3 template")
         ->check(CLI::ExistingFile);
+    OutputFlags output;
+    add_output_flags(app, output);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     if (!options.dry_run && options.output_path.empty()) throw UsageError("-o OUT.gguf is required (or --dry-run)");
     if (!split_max_size.empty()) options.split_max_bytes = util::parse_byte_size(split_max_size);
-    for (const std::string& path : convert::convert_checkpoint(options, stdout, stderr)) std::printf("wrote %s\n", path.c_str());
+    options.overwrite = output.force;
+    util::stop_on_signals();
+    // A dry run's plan is its output, so -q does not silence it.
+    for (const std::string& path : convert::convert_checkpoint(options, stdout, output.quiet ? nullptr : stderr))
+        if (!output.quiet) std::printf("wrote %s\n", path.c_str());
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "convert/quantize.h"
 #include "util/byte_size.h"
 #include "util/error.h"
+#include "util/interruption.h"
 
 namespace k3::cli {
 
@@ -26,6 +27,8 @@ int run_quantize(int argc, char** argv) {
     app.add_option("--tensor-type", rules, "REGEX=TYPE: tensors whose name matches REGEX get TYPE (repeatable, first match wins)");
     app.add_flag("--requantize", options.requantize, "re-encode already-quantized tensors (through f32)");
     app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)");
+    OutputFlags output;
+    add_output_flags(app, output);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     for (const std::string& rule : rules) {
         const size_t equals = rule.rfind('=');
@@ -34,7 +37,11 @@ int run_quantize(int argc, char** argv) {
         options.tensor_types.emplace_back(rule.substr(0, equals), rule.substr(equals + 1));
     }
     if (!split_max_size.empty()) options.split_max_bytes = util::parse_byte_size(split_max_size);
-    for (const std::string& path : convert::quantize_model(options, stderr)) std::printf("wrote %s\n", path.c_str());
+    options.overwrite = output.force;
+    util::stop_on_signals();
+    std::FILE* report = output.quiet ? nullptr : stderr;
+    for (const std::string& path : convert::quantize_model(options, report, report))
+        if (!output.quiet) std::printf("wrote %s\n", path.c_str());
     return 0;
 }
 

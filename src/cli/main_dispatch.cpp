@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "util/error.h"
+#include "util/interruption.h"
 
 namespace k3::cli {
 namespace {
@@ -58,6 +59,9 @@ int run_main(int argc, char** argv) {
         argv[1] = program.data();
         try {
             return s.run(argc - 1, argv + 1);
+        } catch (const util::Interrupted& e) {
+            std::fprintf(stderr, "k3 %s: %s\n", s.name, e.what());
+            return e.exit_code();
         } catch (const UsageError& e) {
             return report_usage_error(program, e.what());
         } catch (const Error& e) {

@@ -127,6 +127,11 @@ void accept_jinja_flag(CLI::App& app) {
         "no effect: k3 always renders the chat template with Jinja (accepted for llama.cpp command lines)");
 }
 
+void add_output_flags(CLI::App& app, OutputFlags& flags) {
+    app.add_flag("--force", flags.force, "replace the output if it exists (otherwise an existing output is an error)");
+    app.add_flag("-q,--quiet", flags.quiet, "print nothing but errors");
+}
+
 void check_context_size(int64_t requested, int64_t model_context) {
     if (requested > model_context)
         throw UsageError("--ctx-size " + std::to_string(requested) + " is larger than the model's context length (" +

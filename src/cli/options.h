@@ -43,6 +43,13 @@ CLI::Validator thread_count();
 // --jinja, accepted where a chat template is rendered (k3 always renders it with Jinja).
 void accept_jinja_flag(CLI::App& app);
 
+// convert, quantize and mock: --force and -q, registered the same way on each.
+struct OutputFlags {
+    bool force = false;  // replace an existing output
+    bool quiet = false;  // errors only
+};
+void add_output_flags(CLI::App& app, OutputFlags& flags);
+
 // -c/--ctx-size against the model's context length (0: the model's); UsageError when larger.
 void check_context_size(int64_t requested, int64_t model_context);
 

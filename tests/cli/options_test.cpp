@@ -96,7 +96,7 @@ TEST(Options, EverySubcommandExitsTwoOnAnUnknownOption) {
     expect_usage_error({"template"}, "give either --template or -m");
     expect_usage_error({"tokenize", "-m", model()}, "give the text, or --file");
     expect_usage_error({"mock"}, "an output path is required");
-    expect_usage_error({"convert", fixture("hf/tiny-a")}, "-o OUT.gguf is required");
+    expect_usage_error({"convert", fixture("hf/tiny-a/checkpoint")}, "-o OUT.gguf is required");
 }
 
 // The defaults are GenerationOptions' and the server's (README "Commands").
