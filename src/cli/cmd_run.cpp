@@ -154,6 +154,7 @@ int run_run(int argc, char** argv) {
         runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
                           [&](int32_t id) { return printer.push(id); });
     printer.finish();
+    if (chat) notice_cut_reasoning(printer, result, options.generation);
     if (options.json) {
         const ordered_json out = result_json(prompt, result, printer, chat);
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

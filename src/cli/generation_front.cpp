@@ -199,6 +199,20 @@ ordered_json AnswerPrinter::assistant_message() const {
     return message;
 }
 
+void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationResult& result,
+                          const GenerationOptions& options) {
+    if (!printer.only_reasoning()) return;
+    if (result.finish == runtime::FinishReason::length)
+        std::fprintf(stderr,
+                     "note: generation stopped inside the reasoning after %lld tokens (-n %lld), so there is no answer; "
+                     "allow more tokens (-n N, or -n -1 for no limit) or answer without reasoning (--no-thinking)\n",
+                     static_cast<long long>(result.tokens.size()), static_cast<long long>(options.n_predict));
+    else if (result.finish == runtime::FinishReason::context)
+        std::fprintf(stderr,
+                     "note: the context filled up inside the reasoning, so there is no answer; give a larger context "
+                     "(-c N) or answer without reasoning (--no-thinking)\n");
+}
+
 void print_generation_stats(const runtime::GenerationStats& stats) {
     std::fprintf(stderr, "prompt: %lld tokens", static_cast<long long>(stats.prompt_tokens));
     if (stats.reused_tokens > 0) std::fprintf(stderr, " (+%lld cached)", static_cast<long long>(stats.reused_tokens));
