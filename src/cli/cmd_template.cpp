@@ -37,6 +37,15 @@ ordered_json read_json(const std::string& path, const char* what) {
     }
 }
 
+// --messages and --tools hold a JSON array; an object there is a common mistake (one message).
+ordered_json read_json_array(const std::string& path, const char* what) {
+    ordered_json value = read_json(path, what);
+    if (!value.is_array())
+        throw Error(path + ": " + what + " must be a JSON array, not " + std::string(value.type_name()) +
+                    (value.is_object() ? " (wrap a single message in [ ])" : ""));
+    return value;
+}
+
 }  // namespace
 
 int run_template(int argc, char** argv) {
@@ -65,8 +74,8 @@ int run_template(int argc, char** argv) {
         source = read_file(template_path);
         if (!vars_path.empty()) vars = read_json(vars_path, "--vars");
         if (!vars.is_object()) throw Error(vars_path + ": --vars must be a JSON object");
-        if (!messages_path.empty()) vars["messages"] = read_json(messages_path, "--messages");
-        if (!tools_path.empty()) vars["tools"] = read_json(tools_path, "--tools");
+        if (!messages_path.empty()) vars["messages"] = read_json_array(messages_path, "--messages");
+        if (!tools_path.empty()) vars["tools"] = read_json_array(tools_path, "--tools");
         if (add_generation_prompt) vars["add_generation_prompt"] = true;
     } else {
         if (messages_path.empty()) throw UsageError("-m needs --messages FILE");
@@ -82,10 +91,10 @@ int run_template(int argc, char** argv) {
         const text::Vocabulary& vocab = tokenizer.vocabulary();
         const std::string bos = vocab.bos_id ? std::string(tokenizer.token_bytes(*vocab.bos_id)) : "";
         const std::string eos = vocab.eos_id ? std::string(tokenizer.token_bytes(*vocab.eos_id)) : "";
-        const ordered_json tools = tools_path.empty() ? ordered_json() : read_json(tools_path, "--tools");
+        const ordered_json tools = tools_path.empty() ? ordered_json() : read_json_array(tools_path, "--tools");
         ordered_json extra = vars_path.empty() ? ordered_json::object() : read_json(vars_path, "--vars");
         if (!extra.is_object()) throw Error(vars_path + ": --vars must be a JSON object");
-        vars = text::chat_variables(read_json(messages_path, "--messages"), tools, add_generation_prompt, bos, eos, extra);
+        vars = text::chat_variables(read_json_array(messages_path, "--messages"), tools, add_generation_prompt, bos, eos, extra);
     }
 
     try {
