@@ -148,7 +148,7 @@ int run_mock(int argc, char** argv) {
     app.add_option("--embd-type", embd_type, "type of token_embd (default: --type)");
     app.add_option("--output-type", output_type, "type of output.weight (default: --type)");
     app.add_option("--split-max-size", split_size, "split into parts of at most this size (e.g. 1G)");
-    app.add_option("-t,--threads", n_threads, "threads generating tensors")->check(thread_count());
+    app.add_option("-t,--threads", n_threads, "threads generating tensors (0: all hardware threads)")->check(thread_count());
     app.add_flag("--dry-run", dry_run, "print the layout and size, write nothing");
     add_output_flags(app, output_flags);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
