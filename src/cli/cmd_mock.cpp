@@ -66,8 +66,8 @@ void write_vocabulary(gguf::GgufWriter& w, int64_t n_vocab) {
 
 tensor::Type producible_type(const std::string& name, const char* option) {
     const tensor::TypeTraits* t = tensor::find_type(name);
-    if (!t) throw Error(std::string(option) + ": unknown type '" + name + "'");
-    if (!t->quantize_row) throw Error(std::string(option) + ": k3 cannot produce type " + std::string(t->name));
+    if (!t) throw UsageError(std::string(option) + ": unknown type '" + name + "'");
+    if (!t->quantize_row) throw UsageError(std::string(option) + ": k3 cannot produce type " + std::string(t->name));
     return t->type;
 }
 
@@ -147,7 +147,7 @@ int run_mock(int argc, char** argv) {
     app.add_option("--expert-type", expert_type, "type of the routed experts (default: bench mxfp4, else --type)");
     app.add_option("--embd-type", embd_type, "type of token_embd (default: --type)");
     app.add_option("--output-type", output_type, "type of output.weight (default: --type)");
-    app.add_option("--split-max-size", split_size, "split into parts of at most this size (e.g. 1G)");
+    app.add_option("--split-max-size", split_size, "split into parts of at most this size (e.g. 1G)")->check(byte_size());
     app.add_option("-t,--threads", n_threads, "threads generating tensors (0: all hardware threads)")->check(thread_count());
     app.add_flag("--dry-run", dry_run, "print the layout and size, write nothing");
     add_output_flags(app, output_flags);

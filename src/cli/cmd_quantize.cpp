@@ -26,14 +26,15 @@ int run_quantize(int argc, char** argv) {
     app.add_option("TYPE", options.type, "target type: f32, f16, bf16, q8_0, mxfp4, any type k3 can encode, or a llama-quantize mixture (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K)")->required();
     app.add_option("--tensor-type", rules, "REGEX=TYPE: tensors whose name matches REGEX get TYPE (repeatable, first match wins)");
     app.add_flag("--requantize", options.requantize, "re-encode already-quantized tensors (through f32)");
-    app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)");
+    app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)")
+        ->check(byte_size());
     OutputFlags output;
     add_output_flags(app, output);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     for (const std::string& rule : rules) {
         const size_t equals = rule.rfind('=');
         if (equals == std::string::npos || equals == 0 || equals + 1 == rule.size())
-            throw Error("--tensor-type " + rule + ": expected REGEX=TYPE");
+            throw UsageError("--tensor-type " + rule + ": expected REGEX=TYPE");
         options.tensor_types.emplace_back(rule.substr(0, equals), rule.substr(equals + 1));
     }
     if (!split_max_size.empty()) options.split_max_bytes = util::parse_byte_size(split_max_size);

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/byte_size.h"
+
 namespace k3::cli {
 namespace {
 
@@ -113,6 +115,19 @@ CLI::Validator at_least(double low) {
 
 CLI::Validator token_limit() {
     return number_check([](double v) { return v == -1 || v >= 1; }, "must be -1 (no limit) or at least 1");
+}
+
+CLI::Validator byte_size() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            try {
+                util::parse_byte_size(text);
+            } catch (const Error& e) {
+                return e.what();
+            }
+            return {};
+        },
+        "SIZE");
 }
 
 CLI::Validator thread_count() {

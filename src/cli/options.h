@@ -37,6 +37,8 @@ CLI::Validator in_range(double low, double high);
 CLI::Validator at_least(double low);
 // -n: -1 (no limit) or at least 1.
 CLI::Validator token_limit();
+// A byte size such as 50G or 1.5T (util/byte_size.h).
+CLI::Validator byte_size();
 // -t: 0 (all hardware threads) up to a few threads per hardware thread; more only contend.
 CLI::Validator thread_count();
 

@@ -97,6 +97,10 @@ TEST(Options, EverySubcommandExitsTwoOnAnUnknownOption) {
     expect_usage_error({"tokenize", "-m", model()}, "give the text, or --file");
     expect_usage_error({"mock"}, "an output path is required");
     expect_usage_error({"convert", fixture("hf/tiny-a/checkpoint")}, "-o OUT.gguf is required");
+    expect_usage_error({"convert", fixture("hf/tiny-a/checkpoint"), "-o", "x.gguf", "--split-max-size", "12Q"},
+                       "--split-max-size: 12Q is not a byte size");
+    expect_usage_error({"quantize", model(), "x.gguf", "q8_0", "--tensor-type", "attn"}, "--tensor-type attn: expected REGEX=TYPE");
+    expect_usage_error({"mock", "--dry-run", "--type", "q9"}, "--type: unknown type 'q9'");
 }
 
 // The defaults are GenerationOptions' and the server's (README "Commands").
