@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/numerics_option.h"
+#include "cli/options.h"
 #include "cli/residency_options.h"
 #include "kernels/int_dot.h"
 #include "model/hparams.h"
@@ -70,19 +71,20 @@ uint64_t peak_resident_bytes() {
 
 int run_bench(int argc, char** argv) {
     CLI::App app{"Measure prompt-processing and generation speed", "k3 bench"};
+    show_defaults(app);
     std::string model_path;
     int n_prompt = 512, n_gen = 128, threads = 0, repetitions = 3;
     bool json = false;
     app.add_option("-m,--model", model_path, "model GGUF")->required();
-    app.add_option("-p,--n-prompt", n_prompt, "prompt tokens per prompt-processing run (0: skip)")->check(CLI::NonNegativeNumber);
-    app.add_option("-n,--n-gen", n_gen, "tokens per generation run (0: skip)")->check(CLI::NonNegativeNumber);
-    app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)");
-    app.add_option("-r,--repetitions", repetitions, "runs per measurement; the median is reported")->check(CLI::PositiveNumber);
+    app.add_option("-p,--n-prompt", n_prompt, "prompt tokens per prompt-processing run (0: skip)")->check(at_least(0));
+    app.add_option("-n,--n-gen", n_gen, "tokens per generation run (0: skip)")->check(at_least(0));
+    app.add_option("-t,--threads", threads, "worker threads (0: all hardware threads)")->check(thread_count());
+    app.add_option("-r,--repetitions", repetitions, "runs per measurement; the median is reported")->check(at_least(1));
     app.add_flag("--json", json, "print one JSON object");
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
     options.n_threads = threads;
     const auto load_start = Clock::now();

@@ -7,6 +7,7 @@
 #include <histedit.h>
 #include <nlohmann/json.hpp>
 
+#include <termios.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,7 +20,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/generation_front.h"
+#include "cli/options.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -127,6 +130,8 @@ public:
           tokenizer_(text::Tokenizer::from_gguf(engine_->file())),
           prompter_(engine_->file(), tokenizer_, options), session_(*engine_),
           params_(generation_params(options, tokenizer_)) {
+        check_context_size(options.ctx_size, engine_->n_ctx_train());
+        n_ctx_ = options.ctx_size > 0 ? options.ctx_size : engine_->n_ctx_train();
         reset();
     }
 
@@ -157,10 +162,14 @@ public:
         } else if (command == "/reset") {
             reset();
             std::fputs("(new conversation)\n", stderr);
-        } else if (command == "/save" && !argument.empty()) {
+        } else if ((command == "/save" || command == "/load") && argument.empty()) {
+            throw Error("usage: " + command + " FILE (" +
+                        (command == "/save" ? "writes the conversation as a JSON array of messages)"
+                                            : "continues a conversation saved by /save)"));
+        } else if (command == "/save") {
             save_messages(messages_, argument);
             std::fprintf(stderr, "(saved %zu messages to %s)\n", messages_.size(), argument.c_str());
-        } else if (command == "/load" && !argument.empty()) {
+        } else if (command == "/load") {
             messages_ = load_messages(argument);
             std::fprintf(stderr, "(loaded %zu messages from %s)\n", messages_.size(), argument.c_str());
         } else {
@@ -172,6 +181,12 @@ public:
     // Answers the conversation as it stands (its last message is usually the user's).
     void answer() {
         const std::vector<int32_t> ids = prompter_.render(messages_).ids;
+        if (int64_t(ids.size()) >= n_ctx_)
+            throw Error("the conversation has " + std::to_string(ids.size()) + " tokens and the context holds " +
+                        std::to_string(n_ctx_) + ": /reset starts a new conversation" +
+                        (n_ctx_ < engine_->n_ctx_train()
+                             ? " (or restart with a larger -c, up to " + std::to_string(engine_->n_ctx_train()) + ")"
+                             : ""));
         AnswerStreams streams;
         const bool hide = options_.hide_reasoning;
         streams.reasoning = hide ? nullptr : interactive_ ? stdout : stderr;
@@ -184,7 +199,14 @@ public:
                                        [&](int32_t id) { return printer.push(id) && !g_interrupted; });
         }
         printer.finish();
+        // What was typed while the answer streamed (a Ctrl-D included) would otherwise reach the
+        // next prompt as text.
+        if (interactive_) tcflush(STDIN_FILENO, TCIFLUSH);
         messages_.push_back(printer.assistant_message());
+        notice_cut_reasoning(printer, result, options_);
+        if (result.finish == runtime::FinishReason::context)
+            std::fprintf(stderr, "note: the context (%lld tokens) is full and the answer was cut; /reset starts a new conversation\n",
+                         static_cast<long long>(n_ctx_));
         if (!options_.quiet) print_generation_stats(result.stats);
     }
 
@@ -206,6 +228,7 @@ private:
     ChatPrompter prompter_;
     runtime::CachedSession session_;
     runtime::GenerationParams params_;
+    int64_t n_ctx_ = 0;  // the context length in use
     ordered_json messages_;
 };
 
@@ -265,10 +288,11 @@ int run_chat(int argc, char** argv) {
                  "(the answer on stdout, reasoning on stderr); anything else is taken line by line, each line "
                  "a user message (or a /command) answered in turn. Then k3 chat exits.",
                  "k3 chat"};
+    show_defaults(app);
     GenerationOptions options;
     options.n_predict = -1;  // an answer ends at the end of its turn
     add_generation_options(app, options);
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
     const bool interactive = isatty(STDIN_FILENO);
     Chat chat(options, interactive);

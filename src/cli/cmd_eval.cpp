@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/generation_front.h"
 #include "cli/numerics_option.h"
 #include "cli/residency_options.h"
@@ -21,6 +22,7 @@ namespace k3::cli {
 int run_eval(int argc, char** argv) {
     CLI::App app{"Evaluate a token sequence: float32 logits for every position, optional greedy continuation",
                  "k3 eval"};
+    show_defaults(app);
     std::string model_path, tokens_text, logits_out, dump_dir = ".", kda = "auto";
     std::vector<std::string> dump_names;
     int greedy = 0, threads = 0;
@@ -29,19 +31,19 @@ int run_eval(int argc, char** argv) {
     app.add_option("--tokens", tokens_text, "comma-separated token ids")->required();
     app.add_option("--logits-out", logits_out, "write float32 logits, row-major [n_tokens][n_vocab]");
     app.add_option("--greedy", greedy, "also generate N greedy tokens; print their ids as a JSON array")
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
     app.add_flag("--sequential", sequential, "feed one token at a time (the recurrent KDA path)");
-    app.add_option("-t,--threads", threads, "worker threads (default: all hardware threads)");
+    app.add_option("-t,--threads", threads, "worker threads (0: all hardware threads)")->check(thread_count());
     app.add_option("--dump", dump_names,
                    "write the named intermediate (e.g. blk.3.kda_out, result_norm; 'all' for every one) "
                    "to DIR/NAME.f32 as float32 [rows][cols]");
-    app.add_option("--dump-dir", dump_dir, "directory for --dump files (default .)");
+    app.add_option("--dump-dir", dump_dir, "directory for --dump files");
     app.add_option("--kda", kda, "KDA path: auto, recurrent or chunked")
         ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
     options.n_threads = threads;
     options.kda_mode = kda == "recurrent" ? model::KdaMode::recurrent

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_value.h"
 #include "util/byte_size.h"
@@ -227,12 +228,13 @@ void print_text(const gguf::GgufFile& file, const json& r) {
 
 int run_info(int argc, char** argv) {
     CLI::App app{"Print a GGUF model's hyper-parameters, layer map, tokenizer, tensor types and sizes."};
+    show_defaults(app);
     std::string model;
     bool with_tensors = false, as_json = false;
     app.add_option("MODEL", model, "GGUF file (the first part of a split model opens all parts)")->required();
     app.add_flag("--tensors", with_tensors, "list every tensor: name, type, shape, bytes, offset");
     app.add_flag("--json", as_json, "print one JSON object instead of text");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
     const auto file = gguf::GgufFile::open(model);
     const json report = build_report(*file, with_tensors);

@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "convert/progress.h"
 #include "gguf/gguf_writer.h"
 #include "model/mock_model.h"
 #include "text/bundled_template.h"
 #include "text/vocabulary.h"
 #include "util/byte_size.h"
 #include "util/error.h"
+#include "util/interruption.h"
 
 namespace k3::cli {
 namespace {
@@ -63,8 +66,8 @@ void write_vocabulary(gguf::GgufWriter& w, int64_t n_vocab) {
 
 tensor::Type producible_type(const std::string& name, const char* option) {
     const tensor::TypeTraits* t = tensor::find_type(name);
-    if (!t) throw Error(std::string(option) + ": unknown type '" + name + "'");
-    if (!t->quantize_row) throw Error(std::string(option) + ": k3 cannot produce type " + std::string(t->name));
+    if (!t) throw UsageError(std::string(option) + ": unknown type '" + name + "'");
+    if (!t->quantize_row) throw UsageError(std::string(option) + ": k3 cannot produce type " + std::string(t->name));
     return t->type;
 }
 
@@ -102,9 +105,11 @@ int run_mock(int argc, char** argv) {
     std::string weight_type = bench ? "q8_0" : "f32", expert_type, embd_type, output_type, split_size, output, name;
     uint64_t seed = 1;
     unsigned n_threads = std::max(1u, std::thread::hardware_concurrency());
-    bool dry_run = false, quiet = false;
+    bool dry_run = false;
+    OutputFlags output_flags;
 
     CLI::App app{"Write a random-initialised Kimi-K3-shaped GGUF (for tests and benchmarks)."};
+    show_defaults(app);
     app.add_option("-o,--output", output, "output GGUF path");
     app.add_option("--preset", preset, "tiny (like fixtures/tiny-k3) or bench (n_embd 2048, 16 layers, ~3 GB)");
     app.add_option("--seed", seed, "random seed")->capture_default_str();
@@ -142,13 +147,13 @@ int run_mock(int argc, char** argv) {
     app.add_option("--expert-type", expert_type, "type of the routed experts (default: bench mxfp4, else --type)");
     app.add_option("--embd-type", embd_type, "type of token_embd (default: --type)");
     app.add_option("--output-type", output_type, "type of output.weight (default: --type)");
-    app.add_option("--split-max-size", split_size, "split into parts of at most this size (e.g. 1G)");
-    app.add_option("-t,--threads", n_threads, "threads generating tensors")->capture_default_str();
+    app.add_option("--split-max-size", split_size, "split into parts of at most this size (e.g. 1G)")->check(byte_size());
+    app.add_option("-t,--threads", n_threads, "threads generating tensors (0: all hardware threads)")->check(thread_count());
     app.add_flag("--dry-run", dry_run, "print the layout and size, write nothing");
-    app.add_flag("-q,--quiet", quiet, "no progress output");
-    CLI11_PARSE(app, argc, argv);
-    if (output.empty() && !dry_run) throw Error("an output path is required (-o OUT.gguf), or --dry-run");
-    if (n_threads == 0) n_threads = 1;
+    add_output_flags(app, output_flags);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    if (output.empty() && !dry_run) throw UsageError("an output path is required (-o OUT.gguf), or --dry-run");
+    if (n_threads == 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
 
     model::MockTypes types;
     types.weights = producible_type(weight_type, "--type");
@@ -165,11 +170,13 @@ int run_mock(int argc, char** argv) {
         fallbacks += t.fell_back_to_f32;
     }
     for (int64_t il = 0; il < s.n_layer; ++il) n_mla += s.is_mla(il);
-    std::fprintf(stderr, "k3 mock: preset %s, %lld layers (%zu MLA), %zu tensors, %llu parameters, %s of tensor data\n",
+    std::FILE* report = output_flags.quiet ? nullptr : stderr;
+    if (report)
+        std::fprintf(report, "k3 mock: preset %s, %lld layers (%zu MLA), %zu tensors, %llu parameters, %s of tensor data\n",
                  preset.c_str(), static_cast<long long>(s.n_layer), n_mla, tensors.size(),
                  static_cast<unsigned long long>(parameters), util::format_byte_size(total_bytes).c_str());
-    if (fallbacks)
-        std::fprintf(stderr, "k3 mock: %zu tensors stored as f32: their rows are not whole blocks of the requested type\n", fallbacks);
+    if (fallbacks && report)
+        std::fprintf(report, "k3 mock: %zu tensors stored as f32: their rows are not whole blocks of the requested type\n", fallbacks);
     if (dry_run) {
         std::printf("{\"tensors\": %zu, \"parameters\": %llu, \"tensor_bytes\": %llu}\n", tensors.size(),
                     static_cast<unsigned long long>(parameters), static_cast<unsigned long long>(total_bytes));
@@ -178,25 +185,25 @@ int run_mock(int argc, char** argv) {
 
     gguf::WriterOptions options;
     if (!split_size.empty()) options.split_max_bytes = util::parse_byte_size(split_size);
+    options.overwrite = output_flags.force;
+    util::stop_on_signals();
     gguf::GgufWriter writer(output, options);
     model::write_mock_hparams(writer, s, name.empty() ? "mock-" + preset : name);
     write_vocabulary(writer, s.n_vocab);
     for (const model::MockTensor& t : tensors) writer.add_tensor(t.name, t.type, t.ne);
 
     std::vector<uint8_t> bytes;
-    uint64_t done = 0;
+    convert::Progress bar(report, total_bytes, tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
         const model::MockTensor& t = tensors[i];
         produce(t, seed, i, n_threads, bytes);
         writer.write_tensor(t.name, bytes.data(), bytes.size());
-        done += bytes.size();
-        if (!quiet)
-            std::fprintf(stderr, "\r[%4zu/%zu] %5.1f%%  %-36s", i + 1, tensors.size(), 100.0 * double(done) / double(total_bytes),
-                         t.name.c_str());
+        bar.advance(bytes.size(), t.name);
     }
     const std::vector<std::string> paths = writer.finish();
-    if (!quiet) std::fprintf(stderr, "\n");
-    for (const std::string& p : paths) std::printf("%s\n", p.c_str());
+    bar.finish();
+    if (report)
+        for (const std::string& p : paths) std::printf("%s\n", p.c_str());
     return 0;
 }
 

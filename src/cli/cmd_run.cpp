@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/generation_front.h"
 #include "gguf/gguf_file.h"
 #include "util/error.h"
@@ -104,6 +105,7 @@ int run_run(int argc, char** argv) {
                  "The prompt is a user message rendered through the model's chat template (reasoning on "
                  "stderr, the answer on stdout, tool calls as JSON lines), or with --raw plain text to continue.",
                  "k3 run"};
+    show_defaults(app);
     RunOptions options;
     add_generation_options(app, options.generation);
     CLI::Option* prompt_option = app.add_option("-p,--prompt", options.prompt, "the prompt text");
@@ -117,7 +119,7 @@ int run_run(int argc, char** argv) {
     app.add_flag("--json", options.json,
                  "print one JSON object at the end (prompt_tokens, tokens, text, content, reasoning_content, "
                  "tool_calls, finish_reason, timings) instead of streaming");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     if (!options.token_ids.empty()) options.raw = true;
 
     if (options.print_prompt) {
@@ -136,6 +138,7 @@ int run_run(int argc, char** argv) {
     engine_options.residency = options.generation.residency;
     engine_options.numerics = options.generation.numerics;
     const auto engine = runtime::Engine::load(options.generation.model_path, engine_options);
+    check_context_size(options.generation.ctx_size, engine->n_ctx_train());
     const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
     std::optional<ChatPrompter> prompter;
     if (!options.raw) prompter.emplace(engine->file(), tokenizer, options.generation);
@@ -152,6 +155,7 @@ int run_run(int argc, char** argv) {
         runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
                           [&](int32_t id) { return printer.push(id); });
     printer.finish();
+    if (chat) notice_cut_reasoning(printer, result, options.generation);
     if (options.json) {
         const ordered_json out = result_json(prompt, result, printer, chat);
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/gguf_file.h"
 #include "text/bundled_template.h"
 #include "text/chat_template.h"
@@ -36,12 +37,22 @@ ordered_json read_json(const std::string& path, const char* what) {
     }
 }
 
+// --messages and --tools hold a JSON array; an object there is a common mistake (one message).
+ordered_json read_json_array(const std::string& path, const char* what) {
+    ordered_json value = read_json(path, what);
+    if (!value.is_array())
+        throw Error(path + ": " + what + " must be a JSON array, not " + std::string(value.type_name()) +
+                    (value.is_object() ? " (wrap a single message in [ ])" : ""));
+    return value;
+}
+
 }  // namespace
 
 int run_template(int argc, char** argv) {
     CLI::App app{"Render a chat template (Jinja2 as Hugging Face transformers runs it).\n"
                  "Either --template FILE --vars VARS.json, or -m MODEL.gguf --messages FILE.",
                  "k3 template"};
+    show_defaults(app);
     std::string template_path, vars_path, model_path, messages_path, tools_path, now_text;
     bool add_generation_prompt = false;
     app.add_option("--template", template_path, "a Jinja template file");
@@ -51,9 +62,9 @@ int run_template(int argc, char** argv) {
     app.add_option("--tools", tools_path, "JSON array of tool definitions (with -m)");
     app.add_flag("--add-generation-prompt", add_generation_prompt, "end with the assistant's generation prompt (with -m)");
     app.add_option("--now", now_text, "the instant strftime_now() formats, YYYY-MM-DDTHH:MM:SS (default: now)");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
-    if (template_path.empty() == model_path.empty()) throw Error("give either --template or -m (not both)");
+    if (template_path.empty() == model_path.empty()) throw UsageError("give either --template or -m (not both)");
     text::ChatTemplateOptions options;
     if (!now_text.empty()) options.now = text::parse_instant(now_text);
 
@@ -63,11 +74,11 @@ int run_template(int argc, char** argv) {
         source = read_file(template_path);
         if (!vars_path.empty()) vars = read_json(vars_path, "--vars");
         if (!vars.is_object()) throw Error(vars_path + ": --vars must be a JSON object");
-        if (!messages_path.empty()) vars["messages"] = read_json(messages_path, "--messages");
-        if (!tools_path.empty()) vars["tools"] = read_json(tools_path, "--tools");
+        if (!messages_path.empty()) vars["messages"] = read_json_array(messages_path, "--messages");
+        if (!tools_path.empty()) vars["tools"] = read_json_array(tools_path, "--tools");
         if (add_generation_prompt) vars["add_generation_prompt"] = true;
     } else {
-        if (messages_path.empty()) throw Error("-m needs --messages FILE");
+        if (messages_path.empty()) throw UsageError("-m needs --messages FILE");
         const auto file = gguf::GgufFile::open(model_path);
         if (std::optional<std::string> embedded = file->get_string("tokenizer.chat_template")) {
             source = *embedded;
@@ -80,10 +91,10 @@ int run_template(int argc, char** argv) {
         const text::Vocabulary& vocab = tokenizer.vocabulary();
         const std::string bos = vocab.bos_id ? std::string(tokenizer.token_bytes(*vocab.bos_id)) : "";
         const std::string eos = vocab.eos_id ? std::string(tokenizer.token_bytes(*vocab.eos_id)) : "";
-        const ordered_json tools = tools_path.empty() ? ordered_json() : read_json(tools_path, "--tools");
+        const ordered_json tools = tools_path.empty() ? ordered_json() : read_json_array(tools_path, "--tools");
         ordered_json extra = vars_path.empty() ? ordered_json::object() : read_json(vars_path, "--vars");
         if (!extra.is_object()) throw Error(vars_path + ": --vars must be a JSON object");
-        vars = text::chat_variables(read_json(messages_path, "--messages"), tools, add_generation_prompt, bos, eos, extra);
+        vars = text::chat_variables(read_json_array(messages_path, "--messages"), tools, add_generation_prompt, bos, eos, extra);
     }
 
     try {

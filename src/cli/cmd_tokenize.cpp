@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "gguf/gguf_file.h"
 #include "text/tokenizer.h"
 #include "util/error.h"
@@ -72,6 +73,7 @@ text::Tokenizer load_tokenizer(const std::string& model_path) {
 
 int run_tokenize(int argc, char** argv) {
     CLI::App app{"Print the token ids of a text as a JSON array (no BOS is added)."};
+    show_defaults(app);
     std::string model, text, file;
     bool parse_special = false;
     app.add_option("-m,--model", model, "the GGUF whose vocabulary to use")->required();
@@ -80,8 +82,8 @@ int run_tokenize(int argc, char** argv) {
     text_option->excludes(file_option);
     app.add_flag("--parse-special", parse_special,
                  "recognise special-token text such as <|open|> (never do this for user content)");
-    CLI11_PARSE(app, argc, argv);
-    if (!*text_option && !*file_option) throw Error("give the text, or --file");
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    if (!*text_option && !*file_option) throw UsageError("give the text, or --file");
 
     const text::Tokenizer tokenizer = load_tokenizer(model);
     const std::vector<int32_t> ids = tokenizer.encode(*file_option ? read_all(file) : text, parse_special);
@@ -91,12 +93,13 @@ int run_tokenize(int argc, char** argv) {
 
 int run_detokenize(int argc, char** argv) {
     CLI::App app{"Print the text of token ids, byte for byte (no newline is added)."};
+    show_defaults(app);
     std::string model, ids_text;
     bool skip_special = false;
     app.add_option("-m,--model", model, "the GGUF whose vocabulary to use")->required();
     app.add_option("ids", ids_text, "token ids: 1,2,3 or [1, 2, 3]")->required();
     app.add_flag("--skip-special", skip_special, "control tokens produce no text");
-    CLI11_PARSE(app, argc, argv);
+    if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
 
     const text::Tokenizer tokenizer = load_tokenizer(model);
     const std::string bytes = tokenizer.decode(parse_ids(ids_text), !skip_special);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cli/numerics_option.h"
+#include "cli/options.h"
 #include "cli/residency_options.h"
 #include "gguf/gguf_file.h"
 #include "text/bundled_template.h"
@@ -28,16 +29,16 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_option("-m,--model", options.model_path, "model GGUF (first part of a split model)")->required();
     app.add_option("-n,--n-predict", options.n_predict,
                    "most tokens per answer (-1: until the end of the turn or a full context)")
-        ->capture_default_str();
-    app.add_option("--temp", options.temperature, "temperature (default 0.8; 0: greedy)");
-    app.add_option("--top-p", options.top_p, "nucleus sampling: smallest set of tokens with this much probability (default 0.95; 1: off)");
-    app.add_option("--top-k", options.top_k, "sample among the K most likely tokens (default 40; 0: off)");
-    app.add_option("--min-p", options.min_p, "drop tokens less likely than this fraction of the top one (default 0.05; 0: off)");
+        ->check(token_limit());
+    app.add_option("--temp", options.temperature, "temperature (0: greedy)")->check(at_least(0));
+    app.add_option("--top-p", options.top_p, "nucleus sampling: smallest set of tokens with this much probability (1: off)")
+        ->check(in_range(0, 1));
+    app.add_option("--top-k", options.top_k, "sample among the K most likely tokens (0: off)")->check(at_least(0));
+    app.add_option("--min-p", options.min_p, "drop tokens less likely than this fraction of the top one (0: off)")
+        ->check(in_range(0, 1));
     app.add_option("--seed", options.seed, "random seed (default: a random one)");
-    app.add_option("-t,--threads", options.threads, "worker threads (default: all hardware threads)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_option("-c,--ctx-size", options.ctx_size, "context length in tokens (default: the model's)")
-        ->check(CLI::NonNegativeNumber);
+    app.add_option("-t,--threads", options.threads, "worker threads (0: all hardware threads)")->check(thread_count());
+    app.add_option("-c,--ctx-size", options.ctx_size, "context length in tokens (0: the model's)")->check(at_least(0));
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
     app.add_option("--stop", options.stop_strings, "stop when the output contains STR (repeatable; not shown)")
@@ -51,6 +52,7 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_flag("--no-reasoning", options.hide_reasoning, "do not show the reasoning");
     app.add_flag("--special", options.show_special, "show control tokens such as <|reserved_token_0|> in the output");
     app.add_flag("-q,--quiet", options.quiet, "no tokens/s line on stderr");
+    accept_jinja_flag(app);
 }
 
 runtime::GenerationParams generation_params(const GenerationOptions& options, const text::Tokenizer& tokenizer) {
@@ -197,6 +199,20 @@ ordered_json AnswerPrinter::assistant_message() const {
     if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
     if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
     return message;
+}
+
+void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationResult& result,
+                          const GenerationOptions& options) {
+    if (!printer.only_reasoning()) return;
+    if (result.finish == runtime::FinishReason::length)
+        std::fprintf(stderr,
+                     "note: generation stopped inside the reasoning after %lld tokens (-n %lld), so there is no answer; "
+                     "allow more tokens (-n N, or -n -1 for no limit) or answer without reasoning (--no-thinking)\n",
+                     static_cast<long long>(result.tokens.size()), static_cast<long long>(options.n_predict));
+    else if (result.finish == runtime::FinishReason::context)
+        std::fprintf(stderr,
+                     "note: the context filled up inside the reasoning, so there is no answer; give a larger context "
+                     "(-c N) or answer without reasoning (--no-thinking)\n");
 }
 
 void print_generation_stats(const runtime::GenerationStats& stats) {

@@ -96,6 +96,8 @@ public:
     void finish();  // flushes held-back text and ends the reasoning block or line
 
     const std::string& text() const { return text_; }  // everything shown, as generated
+    // Reasoning came and nothing else: generation stopped before the answer began.
+    bool only_reasoning() const { return !reasoning_.empty() && answer_.empty() && tool_calls_.empty(); }
     // {"role":"assistant","content":..., "reasoning_content":..., "tool_calls":[...]} (chat).
     nlohmann::ordered_json assistant_message() const;
 
@@ -119,6 +121,11 @@ private:
     bool in_reasoning_block_ = false;
     bool answer_ends_with_newline_ = true;
 };
+
+// On stderr, when the answer was cut inside the reasoning (so nothing reached stdout): why, and
+// how to leave room for the answer.
+void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationResult& result,
+                          const GenerationOptions& options);
 
 // "prompt: 12 tokens, 345.6 t/s | generation: 32 tokens, 120.3 t/s" on stderr.
 void print_generation_stats(const runtime::GenerationStats& stats);

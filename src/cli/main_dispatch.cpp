@@ -4,7 +4,9 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "util/error.h"
+#include "util/interruption.h"
 
 namespace k3::cli {
 namespace {
@@ -57,6 +59,11 @@ int run_main(int argc, char** argv) {
         argv[1] = program.data();
         try {
             return s.run(argc - 1, argv + 1);
+        } catch (const util::Interrupted& e) {
+            std::fprintf(stderr, "k3 %s: %s\n", s.name, e.what());
+            return e.exit_code();
+        } catch (const UsageError& e) {
+            return report_usage_error(program, e.what());
         } catch (const Error& e) {
             std::fprintf(stderr, "k3 %s: error: %s\n", s.name, e.what());
         } catch (const std::exception& e) {

@@ -181,7 +181,7 @@ std::vector<std::string> convert_checkpoint(const ConvertOptions& options, std::
     }
     for (auto& kv : tokenizer_metadata(dir, config, options.chat_template_path)) metadata.push_back(std::move(kv));
 
-    gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes});
+    gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes, options.overwrite});
     for (auto& [key, value] : metadata) writer.set(key, std::move(value));
     uint64_t total_bytes = 0, largest = 0;
     for (const PlannedTensor& t : plan.tensors) {

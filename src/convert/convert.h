@@ -18,6 +18,7 @@ struct ConvertOptions {
     uint64_t split_max_bytes = 0;     // 0: one file
     bool dry_run = false;             // print the hyper-parameters and tensor map, write nothing
     std::string chat_template_path;   // used when the checkpoint ships no template
+    bool overwrite = true;            // false: an existing output is an error (before anything is written)
 };
 
 // Converts (or, for a dry run, prints the plan to `report`). Progress goes to `progress`

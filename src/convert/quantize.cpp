@@ -10,6 +10,7 @@
 #include "convert/tensor_produce.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 
 namespace k3::convert {
@@ -31,9 +32,15 @@ bool is_plain_float(tensor::Type t) { return t == tensor::Type::F32 || t == tens
 
 std::string type_name(tensor::Type t) { return std::string(tensor::traits(t).name); }
 
-// The type one tensor is written as (see quantize.h for the rules); `target` is TYPE, or the
-// named mixture's choice for this tensor.
-tensor::Type choose_type(const gguf::TensorInfo& t, tensor::Type target, const std::vector<Rule>& rules, bool requantize) {
+// The type one tensor is written as, and the one it was meant to get when its rows are not
+// whole blocks of that (the fallback is F16).
+struct Encoding {
+    tensor::Type type;
+    tensor::Type wanted;
+};
+
+// See quantize.h for the rules; `target` is TYPE, or the named mixture's choice for this tensor.
+Encoding choose_encoding(const gguf::TensorInfo& t, tensor::Type target, const std::vector<Rule>& rules, bool requantize) {
     std::optional<tensor::Type> wanted;
     for (const Rule& rule : rules) {
         if (!std::regex_search(t.name, rule.pattern)) continue;
@@ -43,13 +50,42 @@ tensor::Type choose_type(const gguf::TensorInfo& t, tensor::Type target, const s
         break;
     }
     if (!wanted) {
-        if (keeps_f32(t.name, t.ne) || (!is_plain_float(t.type) && !requantize)) return t.type;
+        if (keeps_f32(t.name, t.ne) || (!is_plain_float(t.type) && !requantize)) return {t.type, t.type};
         wanted = target;
     }
     const tensor::Type chosen = block_compatible_type(*wanted, t.ne[0]);
     if (chosen != t.type && !tensor::traits(t.type).dequantize_row)
         throw Error(t.name + ": k3 cannot decode " + type_name(t.type) + " to re-encode it");
-    return chosen;
+    return {chosen, *wanted};
+}
+
+uint64_t tensor_bytes(tensor::Type type, const gguf::TensorInfo& t) {
+    return tensor::row_bytes(tensor::traits(type), t.ne[0]) * uint64_t(t.rows());
+}
+
+// One line per tensor whose type changes (and why, for a fallback), then the totals.
+void print_changes(std::FILE* out, const gguf::GgufFile& in, const std::vector<Encoding>& encodings) {
+    uint64_t bytes_before = 0, bytes_after = 0;
+    size_t changed = 0, fallbacks = 0;
+    for (size_t i = 0; i < encodings.size(); ++i) {
+        const gguf::TensorInfo& t = in.tensors()[i];
+        const Encoding& c = encodings[i];
+        bytes_before += t.n_bytes;
+        bytes_after += tensor_bytes(c.type, t);
+        if (c.type == t.type) continue;
+        ++changed;
+        std::fprintf(out, "  %-40s %-7s -> %-7s %10s -> %s", t.name.c_str(), type_name(t.type).c_str(), type_name(c.type).c_str(),
+                     util::format_byte_size(t.n_bytes).c_str(), util::format_byte_size(tensor_bytes(c.type, t)).c_str());
+        if (c.type != c.wanted) {
+            ++fallbacks;
+            std::fprintf(out, "  (fallback: %s needs rows of a multiple of %u; this one has %lld)", type_name(c.wanted).c_str(),
+                         unsigned(tensor::traits(c.wanted).block_size), static_cast<long long>(t.ne[0]));
+        }
+        std::fputc('\n', out);
+    }
+    std::fprintf(out, "%zu of %zu tensors re-encoded, %zu kept their type, %zu fell back to %s; %s -> %s\n", changed,
+                 encodings.size(), encodings.size() - changed, fallbacks, type_name(tensor::Type::F16).c_str(),
+                 util::format_byte_size(bytes_before).c_str(), util::format_byte_size(bytes_after).c_str());
 }
 
 }  // namespace
@@ -98,7 +134,7 @@ std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& i
 
 }  // namespace
 
-std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* progress) {
+std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* report, std::FILE* progress) {
     const std::optional<Mixture> mixture = parse_mixture(options.type);
     const tensor::Type target = mixture ? tensor::Type::F32 : encodable_type(options.type, "TYPE");
     std::vector<Rule> rules;
@@ -111,11 +147,12 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
     }
     const std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(options.input_path);
     const std::vector<tensor::Type> mixed = mixture ? mixture_types(*mixture, *in) : std::vector<tensor::Type>{};
-    std::vector<tensor::Type> types;  // per input tensor, decided before anything is written
+    std::vector<Encoding> encodings;  // per input tensor, decided before anything is written
     for (size_t i = 0; i < in->tensors().size(); ++i)
-        types.push_back(choose_type(in->tensors()[i], mixture ? mixed[i] : target, rules, options.requantize));
+        encodings.push_back(choose_encoding(in->tensors()[i], mixture ? mixed[i] : target, rules, options.requantize));
 
-    gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes});
+    gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes, options.overwrite});
+    if (report) print_changes(report, *in, encodings);
     for (const auto& [key, value] : in->metadata()) {
         // The writer writes its own split.* keys; alignment is the writer's default.
         if (key.rfind("split.", 0) == 0 || key == "general.alignment") continue;
@@ -123,21 +160,22 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
     }
     writer.set_u32("general.file_type", mixture ? mixture_file_type(*mixture) : file_type_for(target));
     uint64_t total_bytes = 0;
-    for (size_t i = 0; i < types.size(); ++i) {
+    for (size_t i = 0; i < encodings.size(); ++i) {
         const gguf::TensorInfo& t = in->tensors()[i];
-        writer.add_tensor(t.name, types[i], t.ne);
-        total_bytes += tensor::row_bytes(tensor::traits(types[i]), t.ne[0]) * uint64_t(t.rows());
+        writer.add_tensor(t.name, encodings[i].type, t.ne);
+        total_bytes += tensor_bytes(encodings[i].type, t);
     }
-    Progress bar(progress, total_bytes, types.size());
+    Progress bar(progress, total_bytes, encodings.size());
     std::vector<uint8_t> buffer;  // the tensor being encoded
-    for (size_t i = 0; i < types.size(); ++i) {
+    for (size_t i = 0; i < encodings.size(); ++i) {
         const gguf::TensorInfo& t = in->tensors()[i];
-        const uint64_t n_bytes = tensor::row_bytes(tensor::traits(types[i]), t.ne[0]) * uint64_t(t.rows());
-        if (types[i] == t.type) {
+        const tensor::Type type = encodings[i].type;
+        const uint64_t n_bytes = tensor_bytes(type, t);
+        if (type == t.type) {
             writer.write_tensor(t.name, t.data, t.n_bytes);
         } else {
             buffer.resize(size_t(n_bytes));
-            transcode_rows(t.data, t.type, buffer.data(), types[i], t.ne[0], t.rows());
+            transcode_rows(t.data, t.type, buffer.data(), type, t.ne[0], t.rows());
             writer.write_tensor(t.name, buffer.data(), n_bytes);
         }
         bar.advance(n_bytes, t.name);

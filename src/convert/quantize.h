@@ -20,13 +20,15 @@ struct QuantizeOptions {
     std::vector<std::pair<std::string, std::string>> tensor_types;  // REGEX -> TYPE, first match wins
     bool requantize = false;
     uint64_t split_max_bytes = 0;
+    bool overwrite = true;  // false: an existing output is an error (before anything is written)
 };
 
 // llama_ftype written as general.file_type for a file whose main type is `type`.
 uint32_t file_type_for(tensor::Type type);
 
 // Returns the files written. Throws k3::Error (before writing) for an unknown type or a rule
-// that cannot apply. Progress to `progress` (may be null).
-std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* progress);
+// that cannot apply. Each tensor's type change (with any fallback) and the sizes before and
+// after go to `report`, progress to `progress` (either may be null).
+std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* report, std::FILE* progress);
 
 }  // namespace k3::convert

@@ -12,6 +12,7 @@
 
 #include "gguf/gguf_value.h"
 #include "util/error.h"
+#include "util/interruption.h"
 
 namespace k3::gguf {
 namespace {
@@ -197,7 +198,13 @@ struct GgufWriter::Impl {
             std::snprintf(suffix, sizeof suffix, "-%05zu-of-%05zu.gguf", i + 1, parts.size());
             parts[i].final_path = parts.size() > 1 ? prefix + suffix : path;
             parts[i].temp_path = parts[i].final_path + ".partial";
+            if (!options.overwrite) refuse_existing(parts[i].final_path);
         }
+    }
+
+    static void refuse_existing(const std::string& final_path) {
+        if (std::filesystem::exists(final_path))
+            throw Error(final_path + " already exists; not overwriting it (--force to replace it)");
     }
 
     // Header bytes of a part that starts at tensor `first`, counting the tensor infos of all
@@ -248,6 +255,8 @@ struct GgufWriter::Impl {
 GgufWriter::GgufWriter(std::string path, WriterOptions options) : impl_(std::make_unique<Impl>()) {
     impl_->path = std::move(path);
     impl_->options = options;
+    // An unsplit output's name is known now: refuse before the caller does any work.
+    if (!options.overwrite && options.split_max_bytes == 0) Impl::refuse_existing(impl_->path);
 }
 
 GgufWriter::~GgufWriter() = default;
@@ -330,6 +339,7 @@ void GgufWriter::write_tensor(std::string_view name, const void* data, uint64_t 
         pad -= n;
     }
     ++w.next_tensor;
+    util::throw_if_interrupted();
 }
 
 std::vector<std::string> GgufWriter::finish() {
@@ -345,6 +355,7 @@ std::vector<std::string> GgufWriter::finish() {
         if (w.current_part + 1 >= w.parts.size()) break;
         w.open_part(w.current_part + 1);
     }
+    util::throw_if_interrupted();  // the last chance to leave nothing behind
     std::vector<std::string> paths;
     for (const PartPlan& p : w.parts) {
         if (std::rename(p.temp_path.c_str(), p.final_path.c_str()) != 0)

@@ -19,6 +19,8 @@ struct WriterOptions {
     uint32_t alignment = 32;           // general.alignment; written as a key when not 32
     uint64_t split_max_bytes = 0;      // 0: one file; else parts of at most this many bytes
                                        // (a single tensor larger than the limit gets its own part)
+    bool overwrite = true;             // false: an existing output file is an error (from the constructor
+                                       // for one file, before the first byte for split parts)
 };
 
 class GgufWriter {
@@ -43,6 +45,8 @@ public:
     void add_tensor(std::string name, tensor::Type type, std::vector<int64_t> ne);
 
     // Streams one tensor's bytes (exactly its size). The first call writes the headers.
+    // After the tensor, a SIGINT/SIGTERM recorded by util::stop_on_signals() throws
+    // util::Interrupted (the temporary files go with the writer).
     void write_tensor(std::string_view name, const void* data, uint64_t n_bytes);
 
     // Pads, fsyncs and renames every part into place. Returns the final paths.

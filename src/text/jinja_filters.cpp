@@ -193,15 +193,23 @@ Value min_or_max(const Value& v, CallArgs& args, bool want_max) {
 Value filter_min(Renderer&, const Value& v, CallArgs& args) { return min_or_max(v, args, false); }
 Value filter_max(Renderer&, const Value& v, CallArgs& args) { return min_or_max(v, args, true); }
 
-Value filter_map(Renderer& r, const Value& v, CallArgs& args) {
+// Jinja2's map and select family are generator functions: their whole body, argument checks
+// included, runs when the result is first iterated.
+Value generator(Renderer& r, std::string function, std::function<std::vector<Value>()> produce) {
+    auto made = std::make_shared<Generator>(std::move(function), std::move(produce));
+    r.track(made);  // what it captures may refer back to it
+    return Value::object(std::move(made));
+}
+
+std::vector<Value> map_items(Renderer& r, const Value& v, CallArgs& args) {
     std::vector<Value> out;
-    if (!truthy(v)) return Value::list({});  // Jinja2: "if value:" before iterating
+    if (!truthy(v)) return out;  // Jinja2: "if value:" before iterating
     if (args.positional.empty()) {
         std::optional<Value> attribute = argument(args, 99, "attribute");
         if (!attribute) raise("FilterArgumentError", "map requires a filter argument");
         const Getter get = attribute_getter(*attribute, argument(args, 99, "default"));
         for (const Value& item : iterate(v)) out.push_back(get(item));
-        return Value::list(std::move(out));
+        return out;
     }
     if (!args.positional[0].is_string()) type_error("map filter name must be a string");
     const std::string name = args.positional[0].as_string();
@@ -212,12 +220,16 @@ Value filter_map(Renderer& r, const Value& v, CallArgs& args) {
         CallArgs call = rest;
         out.push_back(r.apply_filter(name, item, call));
     }
-    return Value::list(std::move(out));
+    return out;
+}
+
+Value filter_map(Renderer& r, const Value& v, CallArgs& args) {
+    return generator(r, "sync_do_map", [&r, v, args]() mutable { return map_items(r, v, args); });
 }
 
 // select / reject / selectattr / rejectattr.
-Value select_items(Renderer& r, const Value& v, CallArgs& args, bool by_attribute, bool keep_if) {
-    if (!truthy(v)) return Value::list({});  // Jinja2: "if value:" before iterating
+std::vector<Value> select_items(Renderer& r, const Value& v, CallArgs& args, bool by_attribute, bool keep_if) {
+    if (!truthy(v)) return {};  // Jinja2: "if value:" before iterating
     size_t next = 0;
     Getter get = [](const Value& item) { return item; };
     if (by_attribute) {
@@ -245,7 +257,13 @@ Value select_items(Renderer& r, const Value& v, CallArgs& args, bool by_attribut
         }
         if (passed == keep_if) out.push_back(item);
     }
-    return Value::list(std::move(out));
+    return out;
+}
+
+Value filter_select(Renderer& r, const Value& v, CallArgs& args, bool by_attribute, bool keep_if) {
+    return generator(r, "select_or_reject", [&r, v, args, by_attribute, keep_if]() mutable {
+        return select_items(r, v, args, by_attribute, keep_if);
+    });
 }
 
 Value filter_join(Renderer& r, const Value& v, CallArgs& args) {
@@ -413,6 +431,7 @@ Value filter_first(Renderer&, const Value& v, CallArgs&) {
 }
 
 Value filter_last(Renderer&, const Value& v, CallArgs&) {
+    if (v.object_as<Generator>()) type_error("'generator' object is not reversible");  // Jinja2: next(reversed(seq))
     const std::vector<Value> items = iterate(v);
     return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
 }
@@ -485,14 +504,14 @@ const std::unordered_map<std::string, FilterFn>& filters() {
              static thread_local std::mt19937_64 rng{std::random_device{}()};
              return items[std::uniform_int_distribution<size_t>(0, items.size() - 1)(rng)];
          }},
-        {"reject", [](Renderer& r, const Value& v, CallArgs& a) { return select_items(r, v, a, false, false); }},
-        {"rejectattr", [](Renderer& r, const Value& v, CallArgs& a) { return select_items(r, v, a, true, false); }},
+        {"reject", [](Renderer& r, const Value& v, CallArgs& a) { return filter_select(r, v, a, false, false); }},
+        {"rejectattr", [](Renderer& r, const Value& v, CallArgs& a) { return filter_select(r, v, a, true, false); }},
         {"replace", filter_replace},
         {"reverse", filter_reverse},
         {"round", filter_round},
         {"safe", [](Renderer&, const Value& v, CallArgs&) { return Value(to_str(v), true); }},
-        {"select", [](Renderer& r, const Value& v, CallArgs& a) { return select_items(r, v, a, false, true); }},
-        {"selectattr", [](Renderer& r, const Value& v, CallArgs& a) { return select_items(r, v, a, true, true); }},
+        {"select", [](Renderer& r, const Value& v, CallArgs& a) { return filter_select(r, v, a, false, true); }},
+        {"selectattr", [](Renderer& r, const Value& v, CallArgs& a) { return filter_select(r, v, a, true, true); }},
         {"sort", filter_sort},
         {"string", [](Renderer&, const Value& v, CallArgs&) { return Value(to_str(v), v.is_markup()); }},
         {"sum", filter_sum},

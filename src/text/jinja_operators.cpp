@@ -146,6 +146,11 @@ Value unary_operator(char op, const Value& v) {
 }
 
 bool contains(const Value& container, const Value& item) {
+    if (container.object_as<Generator>()) {
+        for (const Value& v : iterate(container))
+            if (equals(v, item)) return true;
+        return false;
+    }
     switch (container.kind()) {
         case Value::Kind::Undefined: return false;
         case Value::Kind::String:

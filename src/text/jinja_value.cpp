@@ -370,7 +370,24 @@ int64_t length(const Value& v) {
     }
 }
 
+Generator::Generator(std::string function, std::function<std::vector<Value>()> produce)
+    : function_(std::move(function)), produce_(std::move(produce)) {}
+
+std::string Generator::repr() const {
+    char address[32];
+    std::snprintf(address, sizeof address, "%p", static_cast<const void*>(this));
+    return "<generator object " + function_ + " at " + address + ">";
+}
+
+std::vector<Value> Generator::consume() {
+    if (!produce_) return {};
+    const std::function<std::vector<Value>()> produce = std::move(produce_);
+    produce_ = nullptr;
+    return produce();
+}
+
 std::vector<Value> iterate(const Value& v) {
+    if (Generator* generator = v.object_as<Generator>()) return generator->consume();
     switch (v.kind()) {
         case Value::Kind::Undefined: return {};
         case Value::Kind::List: return v.as_list().items;

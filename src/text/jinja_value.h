@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,23 @@ public:
     virtual Value call(Renderer& renderer, CallArgs& args);
     // Drops the values it holds, breaking reference cycles once rendering is over.
     virtual void release() {}
+};
+
+// A Python generator, as Jinja2's map, select, reject, selectattr and rejectattr return one:
+// nothing runs until it is first iterated, and then it is exhausted (a second pass sees no
+// items). Not a sequence: no len(), no reversed(), no JSON; always true.
+class Generator : public Object {
+public:
+    // `function` is the Python generator function's name, shown by repr().
+    Generator(std::string function, std::function<std::vector<Value>()> produce);
+    std::string type_name() const override { return "generator"; }
+    std::string repr() const override;  // <generator object select_or_reject at 0x...>
+    std::vector<Value> consume();       // every item the first time, none after
+    void release() override { produce_ = nullptr; }
+
+private:
+    std::string function_;
+    std::function<std::vector<Value>()> produce_;  // null once consumed
 };
 
 // Containers nest at most text::kMaxNesting deep, so printing, comparing and freeing a value

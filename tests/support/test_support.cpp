@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,11 +49,22 @@ ScratchDir::~ScratchDir() {
     std::filesystem::remove_all(path_, ignored);
 }
 
-CommandResult run_k3(const std::vector<std::string>& args, const std::string& stdin_text) {
+namespace {
+
+// `signal` 0: none. Otherwise sent once `ready()` is true, or pending from exec without `ready`.
+CommandResult run_k3_with(const std::vector<std::string>& args, const std::string& stdin_text, int signal,
+                          const std::function<bool()>& ready) {
     int in_pipe[2], out_pipe[2], err_pipe[2];
     if (pipe(in_pipe) || pipe(out_pipe) || pipe(err_pipe)) throw std::runtime_error("pipe failed");
     pid_t pid = fork();
     if (pid == 0) {
+        if (signal && !ready) {
+            sigset_t blocked;
+            sigemptyset(&blocked);
+            sigaddset(&blocked, signal);
+            sigprocmask(SIG_BLOCK, &blocked, nullptr);
+            kill(getpid(), signal);
+        }
         dup2(in_pipe[0], 0);
         dup2(out_pipe[1], 1);
         dup2(err_pipe[1], 2);
@@ -80,11 +92,16 @@ CommandResult run_k3(const std::vector<std::string>& args, const std::string& st
         fcntl(in_fd, F_SETFL, O_NONBLOCK);
     }
     bool out_open = true, err_open = true;
+    bool waiting_to_signal = signal && ready;
     while (out_open || err_open) {
         pollfd fds[3] = {{out_open ? out_pipe[0] : -1, POLLIN, 0},
                          {err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {in_fd, POLLOUT, 0}};
-        poll(fds, 3, -1);
+        poll(fds, 3, waiting_to_signal ? 10 : -1);
+        if (waiting_to_signal && ready()) {
+            kill(pid, signal);
+            waiting_to_signal = false;
+        }
         char buf[65536];
         if (fds[0].revents) {
             ssize_t n = read(out_pipe[0], buf, sizeof buf);
@@ -111,6 +128,16 @@ CommandResult run_k3(const std::vector<std::string>& args, const std::string& st
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
     return result;
+}
+
+}  // namespace
+
+CommandResult run_k3(const std::vector<std::string>& args, const std::string& stdin_text) {
+    return run_k3_with(args, stdin_text, 0, {});
+}
+
+CommandResult run_k3_interrupted(const std::vector<std::string>& args, int signal, std::function<bool()> ready) {
+    return run_k3_with(args, {}, signal, ready);
 }
 
 }  // namespace k3::testing

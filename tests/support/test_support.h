@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,10 @@ struct CommandResult {
 
 // Runs the built k3 binary with the given arguments (no shell), optionally feeding stdin.
 CommandResult run_k3(const std::vector<std::string>& args, const std::string& stdin_text = {});
+
+// Runs k3 and sends it `signal` as soon as `ready()` (polled every 10 ms) returns true; without
+// `ready` the signal is pending from the start (blocked across exec), so it arrives exactly
+// when k3 unblocks it.
+CommandResult run_k3_interrupted(const std::vector<std::string>& args, int signal, std::function<bool()> ready = {});
 
 }  // namespace k3::testing

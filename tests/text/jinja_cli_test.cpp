@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+
 #include "support/test_support.h"
 
 namespace {
@@ -67,3 +69,27 @@ TEST(TemplateCommand, TemplateErrorsExitOneWithTheMessage) {
 }
 
 }  // namespace
+
+// A single message object where the conversation (an array) belongs is refused, naming the file.
+TEST(TemplateCommand, MessagesOrToolsObjectInsteadOfArrayIsRefused) {
+    ScratchDir dir;
+    const std::string message = dir.file("message.json");
+    write_text(message, R"({"role": "user", "content": "hi"})");
+    auto result = run_k3({"template", "-m", fixture("tiny-k3/model.gguf"), "--messages", message});
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(result.out, "");
+    EXPECT_NE(result.err.find(message + ": --messages must be a JSON array, not object (wrap a single message in [ ])"),
+              std::string::npos)
+        << result.err;
+
+    write_text(dir.file("vars.json"), "{}");
+    result = run_k3({"template", "--template", fixture("chat/templates/meta-llama-Llama-3.1-8B-Instruct.jinja"), "--vars",
+                     dir.file("vars.json"), "--messages", message});
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_NE(result.err.find("--messages must be a JSON array"), std::string::npos) << result.err;
+
+    write_text(dir.file("messages.json"), R"([{"role": "user", "content": "hi"}])");
+    result = run_k3({"template", "-m", fixture("tiny-k3/model.gguf"), "--messages", dir.file("messages.json"), "--tools", message});
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_NE(result.err.find("--tools must be a JSON array, not object"), std::string::npos) << result.err;
+}
