@@ -1,0 +1,81 @@
+// ggml's codebook formats IQ1_S…IQ3_S (k3-architecture.md §9): blocks of 256 values in groups of
+// 8 (IQ1, IQ2) or 4 (IQ3) whose magnitudes are one point of a fixed grid (iq_grids.h), with
+// signs, a sub-block scale and an f16 block scale d. Fields are byte arrays, multi-byte fields
+// little endian. In every format the groups follow each other in element order.
+#pragma once
+
+#include <cstdint>
+
+namespace k3::tensor {
+
+inline constexpr int kIqGridBlockSize = 256;
+
+// Sub-block s (32 values) is qs[8s .. 8s+7]: 4 grid indices (kIq2xxsGrid), then a u32 holding the
+// 7-bit signs of group g in bits 7g.. and the scale ls in bits 28..31; x = d·(ls + ½)/4·g.
+struct BlockIq2xxs {
+    uint8_t d[2];  // f16
+    uint8_t qs[64];
+};
+// Group g is u16 qs[2g]: grid index (kIq2xsGrid) in bits 0..8, 7-bit signs in bits 9..15.
+// Sub-block s has two scales, nibbles of scales[s] (low: groups 4s, 4s+1); x = d·(ls + ½)/4·g.
+struct BlockIq2xs {
+    uint8_t d[2];  // f16
+    uint8_t qs[64];
+    uint8_t scales[8];
+};
+// Group g: grid index (kIq2sGrid) grid_low[g] | bits 2(g%4).. of qh[g/4] << 8; all 8 sign bits
+// in signs[g]; scales as IQ2_XS.
+struct BlockIq2s {
+    uint8_t d[2];  // f16
+    uint8_t grid_low[32];
+    uint8_t signs[32];
+    uint8_t qh[8];
+    uint8_t scales[8];
+};
+// Group k of 4 (0..63) has grid index qs[k] (kIq3xxsGrid); sub-block s has a u32 at
+// scales_signs[4s]: 7-bit signs of its 8-value pair p in bits 7p.., scale ls in bits 28..31;
+// x = d·(ls + ½)/2·g.
+struct BlockIq3xxs {
+    uint8_t d[2];  // f16
+    uint8_t qs[64];
+    uint8_t scales_signs[32];
+};
+// Group k of 4 has grid index (kIq3sGrid) qs[k] | bit k%8 of qh[k/8] << 8, the sign bits of its
+// 8-value pair in signs[k/2] (all 8 stored); sub-block s has scale nibble s%2 of scales[s/2];
+// x = d·(2·ls + 1)·g.
+struct BlockIq3s {
+    uint8_t d[2];  // f16
+    uint8_t qs[64];
+    uint8_t qh[8];
+    uint8_t signs[32];
+    uint8_t scales[4];
+};
+// Group g has grid index (kIq1sGrid) qs[g] | bits 3(g%4).. of u16 qh[g/4] << 8; that u16 also
+// holds the sub-block's scale ls in bits 12..14 and the sign of δ in bit 15; x = d·(2·ls + 1)·(g ± δ).
+struct BlockIq1s {
+    uint8_t d[2];  // f16
+    uint8_t qs[32];
+    uint8_t qh[16];
+};
+// Group g has grid index qs[g] | (nibble g%2 of qh[g/2]) & 7 << 8, and bit 3 of that nibble is
+// the sign of δ. The four u16 of scales hold 3-bit scales (sub-block s: bits 6(s%2).. for its
+// first 16 values, 6(s%2)+3.. for the last 16, of u16 s/2) and, in their top nibbles, the f16 d.
+struct BlockIq1m {
+    uint8_t qs[32];
+    uint8_t qh[16];
+    uint8_t scales[8];
+};
+static_assert(sizeof(BlockIq2xxs) == 66 && sizeof(BlockIq2xs) == 74 && sizeof(BlockIq2s) == 82);
+static_assert(sizeof(BlockIq3xxs) == 98 && sizeof(BlockIq3s) == 110);
+static_assert(sizeof(BlockIq1s) == 50 && sizeof(BlockIq1m) == 56);
+
+// Row functions (n elements, a multiple of 256).
+void dequantize_row_iq2_xxs(const void* blocks, float* out, int64_t n);
+void dequantize_row_iq2_xs(const void* blocks, float* out, int64_t n);
+void dequantize_row_iq2_s(const void* blocks, float* out, int64_t n);
+void dequantize_row_iq3_xxs(const void* blocks, float* out, int64_t n);
+void dequantize_row_iq3_s(const void* blocks, float* out, int64_t n);
+void dequantize_row_iq1_s(const void* blocks, float* out, int64_t n);
+void dequantize_row_iq1_m(const void* blocks, float* out, int64_t n);
+
+}  // namespace k3::tensor
