@@ -20,9 +20,6 @@ void decode_iq1_group(uint64_t grid, float delta, float scale, float* y) {
     for (int j = 0; j < 8; ++j) y[j] = scale * (float(int8_t(grid >> (8 * j))) + delta);
 }
 
-// The IQ2 scales (ls + ½)/4 and IQ3_XXS's (ls + ½)/2, times d, rounded as ggml does.
-float half_step_scale(float d, unsigned ls, float step) { return d * (0.5f + float(ls)) * step; }
-
 template <typename Block, typename DecodeBlock>
 void for_each_block(const void* blocks, float* out, int64_t n, DecodeBlock decode_block) {
     const auto* block = static_cast<const Block*>(blocks);
@@ -37,7 +34,7 @@ void dequantize_row_iq2_xxs(const void* blocks, float* out, int64_t n) {
         for (int s = 0; s < 8; ++s) {
             const uint8_t* sub = block.qs + 8 * s;
             const uint32_t signs_scale = load_u32(sub + 4);
-            const float scale = half_step_scale(d, signs_scale >> 28, 0.25f);
+            const float scale = iq_half_step_scale(d, signs_scale >> 28, 0.25f);
             for (int g = 0; g < 4; ++g)
                 decode_signed_group<8>(kIq2xxsGrid[sub[g]], iq_signs_from_7_bits((signs_scale >> (7 * g)) & 127),
                                        scale, y + 32 * s + 8 * g);
@@ -50,7 +47,7 @@ void dequantize_row_iq2_xs(const void* blocks, float* out, int64_t n) {
         const float d = load_f16(block.d);
         for (int g = 0; g < 32; ++g) {
             const unsigned code = load_u16(block.qs + 2 * g);
-            const float scale = half_step_scale(d, (block.scales[g / 4] >> (4 * (g % 4 / 2))) & 15, 0.25f);
+            const float scale = iq_half_step_scale(d, iq2_sub_scale(block.scales, g / 2), 0.25f);
             decode_signed_group<8>(kIq2xsGrid[code & 511], iq_signs_from_7_bits(code >> 9), scale, y + 8 * g);
         }
     });
@@ -61,7 +58,7 @@ void dequantize_row_iq2_s(const void* blocks, float* out, int64_t n) {
         const float d = load_f16(block.d);
         for (int g = 0; g < 32; ++g) {
             const unsigned index = block.grid_low[g] | ((block.qh[g / 4] >> (2 * (g % 4))) & 3) << 8;
-            const float scale = half_step_scale(d, (block.scales[g / 4] >> (4 * (g % 4 / 2))) & 15, 0.25f);
+            const float scale = iq_half_step_scale(d, iq2_sub_scale(block.scales, g / 2), 0.25f);
             decode_signed_group<8>(kIq2sGrid[index], block.signs[g], scale, y + 8 * g);
         }
     });
@@ -72,7 +69,7 @@ void dequantize_row_iq3_xxs(const void* blocks, float* out, int64_t n) {
         const float d = load_f16(block.d);
         for (int s = 0; s < 8; ++s) {
             const uint32_t signs_scale = load_u32(block.scales_signs + 4 * s);
-            const float scale = half_step_scale(d, signs_scale >> 28, 0.5f);
+            const float scale = iq_half_step_scale(d, signs_scale >> 28, 0.5f);
             for (int p = 0; p < 4; ++p) {
                 const unsigned signs = iq_signs_from_7_bits((signs_scale >> (7 * p)) & 127);
                 const int k = 8 * s + 2 * p;
@@ -111,12 +108,9 @@ void dequantize_row_iq1_s(const void* blocks, float* out, int64_t n) {
 
 void dequantize_row_iq1_m(const void* blocks, float* out, int64_t n) {
     for_each_block<BlockIq1m>(blocks, out, n, [](const BlockIq1m& block, float* y) {
-        unsigned sc[4];
-        for (int i = 0; i < 4; ++i) sc[i] = load_u16(block.scales + 2 * i);
-        const float d = f16_to_f32(uint16_t(sc[0] >> 12 | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000)));
+        const float d = iq1m_block_scale(block);
         for (int g = 0; g < 32; ++g) {
-            const int s = g / 4;
-            const unsigned ls = (sc[s / 2] >> (6 * (s % 2) + 3 * (g % 4 / 2))) & 7;
+            const unsigned ls = iq1m_sub_scale(block, g / 2);
             const unsigned qh = (block.qh[g / 2] >> (4 * (g % 2))) & 15;
             decode_iq1_group(kIq1sGrid[block.qs[g] | (qh & 7) << 8], qh & 8 ? -kIq1Delta : kIq1Delta,
                              d * float(2 * ls + 1), y + 8 * g);

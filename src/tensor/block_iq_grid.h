@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "tensor/quant_bytes.h"
+
 namespace k3::tensor {
 
 inline constexpr int kIqGridBlockSize = 256;
@@ -68,6 +70,24 @@ struct BlockIq1m {
 static_assert(sizeof(BlockIq2xxs) == 66 && sizeof(BlockIq2xs) == 74 && sizeof(BlockIq2s) == 82);
 static_assert(sizeof(BlockIq3xxs) == 98 && sizeof(BlockIq3s) == 110);
 static_assert(sizeof(BlockIq1s) == 50 && sizeof(BlockIq1m) == 56);
+
+// The IQ2 sub-block scale d·(ls + ½)/4 (step ¼) and IQ3_XXS's d·(ls + ½)/2 (step ½), rounded as
+// ggml rounds them.
+inline float iq_half_step_scale(float d, unsigned ls, float step) { return d * (0.5f + float(ls)) * step; }
+
+// The 4-bit scale of IQ2_XS/IQ2_S values 16h .. 16h + 15.
+inline unsigned iq2_sub_scale(const uint8_t* scales, int h) { return (scales[h / 2] >> (4 * (h % 2))) & 15; }
+
+// IQ1_M's f16 block scale d, from the top nibbles of its four scale words.
+inline float iq1m_block_scale(const BlockIq1m& block) {
+    uint16_t bits = 0;
+    for (int i = 0; i < 4; ++i) bits |= uint16_t((load_u16(block.scales + 2 * i) >> 12) << (4 * i));
+    return load_f16(reinterpret_cast<const uint8_t*>(&bits));
+}
+// IQ1_M's 3-bit scale of values 16h .. 16h + 15.
+inline unsigned iq1m_sub_scale(const BlockIq1m& block, int h) {
+    return (load_u16(block.scales + 2 * (h / 4)) >> (3 * (h % 4))) & 7;
+}
 
 // Row functions (n elements, a multiple of 256).
 void dequantize_row_iq2_xxs(const void* blocks, float* out, int64_t n);
