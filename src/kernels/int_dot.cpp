@@ -1,0 +1,50 @@
+#include "kernels/int_dot.h"
+
+namespace k3::kernels {
+
+namespace {
+
+// The one table: weight type -> its kernel in each level's set. Adding a type is a row here
+// (and its kernels, int_dot.h).
+struct IntDotEntry {
+    tensor::Type weight;
+    IntDotFn IntDotKernels::*kernel;
+};
+constexpr IntDotEntry kIntDotTable[] = {
+    {tensor::Type::Q8_0, &IntDotKernels::q8_0},     {tensor::Type::MXFP4, &IntDotKernels::mxfp4},
+    {tensor::Type::Q4_0, &IntDotKernels::q4_0},     {tensor::Type::Q5_0, &IntDotKernels::q5_0},
+    {tensor::Type::IQ4_NL, &IntDotKernels::iq4_nl}, {tensor::Type::Q4_1, &IntDotKernels::q4_1},
+    {tensor::Type::Q5_1, &IntDotKernels::q5_1},
+};
+
+bool has_avx512_vnni() {
+#if defined(__x86_64__)
+    return __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
+const IntDotKernels* kernels_for(Isa isa) {
+    if (!isa_supported(isa)) return nullptr;
+    switch (isa) {
+        case Isa::scalar: return &scalar_int_dot_kernels();
+        case Isa::avx2: return &avx2_int_dot_kernels();
+        case Isa::avx512: return has_avx512_vnni() ? &avx512_int_dot_kernels() : &avx2_int_dot_kernels();
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
+    const IntDotKernels* kernels = kernels_for(isa);
+    if (!kernels) return nullptr;
+    for (const IntDotEntry& entry : kIntDotTable)
+        if (entry.weight == weight) return kernels->*entry.kernel;
+    return nullptr;
+}
+
+IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, best_isa()); }
+
+}  // namespace k3::kernels

@@ -1,0 +1,48 @@
+// The integer-activation seam: for every weight type with an integer kernel, one function dots
+// a row of n weights (the type's blocks) with the same row of activations already rounded to
+// the type's activation format (activation_quant.h). matmul uses it under native numerics.
+//
+// Arithmetic, identical at every level (the scalar kernel is the reference each SIMD kernel
+// must equal bit for bit):
+//   * per block b, the integer sum isum_b = Σ w_level · a_level, exact in int32;
+//   * block b goes to float accumulator b % 8:  acc[b%8] = fma(d_w · d_a, float(isum_b), acc[b%8])
+//     (d_w · d_a one f32 product); formats with an offset (Q4_1, Q5_1: x = d·q + m) also keep
+//     off[b%8] = fma(m_w, s_a, off[b%8]) with the activation's s = d_a·Σa;
+//   * the row's value = reduce(acc) (+ reduce(off)), reduce(a) = ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)),
+//     the order of an 8-lane horizontal sum.
+// Eight lanes because that is one AVX2 register of block sums; the AVX-512 kernels keep the same
+// eight so that the levels agree exactly and a fixture result does not depend on the CPU.
+// The kernels require activation levels in [-127, 127], which the quantisers give for finite rows.
+//
+// Adding a type: write its kernel per level (the K-quants and IQ types take Q8_K activations:
+// their isum is per 16 or 32 values, and their float combination is theirs to define and
+// document here), declare it below, and add one row to the table in int_dot.cpp. A type without
+// a row keeps f32 activations (kernels::matmul falls back to the DotRowFn path).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/activation_quant.h"
+#include "kernels/isa.h"
+#include "tensor/tensor_type.h"
+
+namespace k3::kernels {
+
+using IntDotFn = float (*)(const void* weight_row, const void* act_row, int64_t n);
+
+// The kernel for (weight type, isa): null if the type has no integer kernel or the CPU lacks the
+// isa. Isa::avx512 needs AVX-512 VNNI besides F/BW/VL; without it the AVX2 kernel runs there.
+IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
+// The best kernel for this CPU (null: the type keeps f32 activations).
+IntDotFn int_dot_kernel(tensor::Type weight);
+
+// The kernels, per level (int_dot_scalar.cpp, int_dot_avx2.cpp, int_dot_avx512.cpp).
+struct IntDotKernels {
+    IntDotFn q8_0, mxfp4, q4_0, q5_0, iq4_nl;  // × Q8_0
+    IntDotFn q4_1, q5_1;                      // × Q8_1
+};
+const IntDotKernels& scalar_int_dot_kernels();
+const IntDotKernels& avx2_int_dot_kernels();
+const IntDotKernels& avx512_int_dot_kernels();
+
+}  // namespace k3::kernels

@@ -1,0 +1,114 @@
+// The SIMD integer kernels of int_dot.h, written once: per block the weights' int8 levels in one
+// 256-bit register (AVX2 shuffles, shared by both levels), a level's integer block product, then
+// the float combination int_dot.h defines on eight block sums at a time. Include only inside a
+// target region that enables at least avx2,fma,f16c (see int_dot_avx2.cpp), after every system
+// header; the functions live in an unnamed namespace so each including file has its own copies.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/int_dot_formats.h"
+
+namespace k3::kernels::int_simd {
+namespace {
+
+// The 32 nibbles of qs[16] in element order: low nibbles, then high nibbles.
+inline __m256i nibbles(const uint8_t* qs) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i mask = _mm_set1_epi8(15);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), mask), _mm_and_si128(q, mask));
+}
+
+// 0x10 in byte j where bit j of the little-endian u32 at p is set (the Q5 fifth bits).
+inline __m256i fifth_bits(const uint8_t* p) {
+    uint32_t qh;
+    std::memcpy(&qh, p, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(qh)), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+                                                     3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+}
+
+inline __m256i table_lookup(const int8_t* table, __m256i codes) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)));
+    return _mm256_shuffle_epi8(t, codes);
+}
+
+// A block's 32 levels, as int_formats::F::levels writes them.
+template <typename F>
+inline __m256i levels(const uint8_t* b) {
+    using namespace int_formats;
+    if constexpr (std::is_same_v<F, Q8_0>) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + F::kQsAt));
+    if constexpr (std::is_same_v<F, Mxfp4>) return table_lookup(tensor::kMxfp4Values, nibbles(b + F::kQsAt));
+    if constexpr (std::is_same_v<F, Iq4Nl>) return table_lookup(tensor::kIq4nlValues, nibbles(b + F::kQsAt));
+    if constexpr (std::is_same_v<F, Q4_0>) return _mm256_sub_epi8(nibbles(b + F::kQsAt), _mm256_set1_epi8(8));
+    if constexpr (std::is_same_v<F, Q4_1>) return nibbles(b + F::kQsAt);
+    if constexpr (std::is_same_v<F, Q5_0>)
+        return _mm256_sub_epi8(_mm256_or_si256(nibbles(b + F::kQsAt), fifth_bits(b + F::kQhAt)), _mm256_set1_epi8(16));
+    if constexpr (std::is_same_v<F, Q5_1>) return _mm256_or_si256(nibbles(b + F::kQsAt), fifth_bits(b + F::kQhAt));
+}
+
+// Eight registers of 8 int32 partial sums -> one register with the total of register j in lane j.
+inline __m256i block_totals(const __m256i* p) {
+    const __m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+inline float reduce8(__m256 v) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// `count` (<= 8) f16 fields, `stride` bytes apart, as f32 lanes (zeros after count).
+inline __m256 f16_lanes(const uint8_t* first, size_t stride, int count) {
+    alignas(16) uint16_t bits[8] = {};
+    for (int j = 0; j < count; ++j) std::memcpy(&bits[j], first + size_t(j) * stride, 2);
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(bits)));
+}
+
+template <typename F>
+inline __m256 weight_scales(const uint8_t* w, int count) {
+    if constexpr (F::kScaleE8M0) {
+        alignas(32) float s[8] = {};
+        for (int j = 0; j < count; ++j) s[j] = mxfp4_half_scale(w[j * F::kBytes]);
+        return _mm256_load_ps(s);
+    } else {
+        return f16_lanes(w, F::kBytes, count);
+    }
+}
+
+// The kernel of int_dot.h over a Level that supplies
+//   static __m256i block_sums<F>(const uint8_t* w, const ActBlock<F>* a, int count):
+// lane j = the exact integer product of block j (< count; 0 after).
+template <typename F, typename Level>
+float int_dot(const void* weight_row, const void* act_row, int64_t n) {
+    using Act = int_formats::ActBlock<F>;
+    const auto* w = static_cast<const uint8_t*>(weight_row);
+    const auto* a = static_cast<const Act*>(act_row);
+    const int64_t n_blocks = n / 32;
+    __m256 acc = _mm256_setzero_ps(), off = _mm256_setzero_ps();
+    const auto group = [&](int64_t b, int count) {
+        const uint8_t* wb = w + b * F::kBytes;
+        const __m256i sums = Level::template block_sums<F>(wb, a + b, count);
+        const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a[b].d), sizeof(Act), count);
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(weight_scales<F>(wb, count), act_d), _mm256_cvtepi32_ps(sums), acc);
+        if constexpr (F::kOffset) {
+            const __m256 act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a[b].s), sizeof(Act), count);
+            off = _mm256_fmadd_ps(f16_lanes(wb + 2, F::kBytes, count), act_s, off);
+        }
+    };
+    int64_t b = 0;
+    for (; b + 8 <= n_blocks; b += 8) group(b, 8);
+    if (b < n_blocks) group(b, int(n_blocks - b));
+    if constexpr (F::kOffset) return reduce8(acc) + reduce8(off);
+    return reduce8(acc);
+}
+
+}  // namespace
+}  // namespace k3::kernels::int_simd

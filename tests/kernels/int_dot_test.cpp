@@ -1,0 +1,247 @@
+// Integer-activation numerics: the activation quantisers round as llama.cpp's x86 build does
+// (hand-worked blocks) and every SIMD level writes the scalar reference's bytes; every integer
+// kernel equals its scalar reference bit for bit at each level the CPU has (int_dot.h defines
+// the arithmetic, including the float-combination order) and the reference is the dot product
+// of the decoded weights with the decoded activations.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/activation_quant.h"
+#include "kernels/int_dot.h"
+#include "support/test_support.h"
+#include "tensor/float_formats.h"
+#include "util/error.h"
+
+namespace k3::kernels {
+namespace {
+
+constexpr int64_t kZooCols = 512, kZooRows = 64;
+const ActivationFormat kFormats[] = {ActivationFormat::q8_0, ActivationFormat::q8_1, ActivationFormat::q8_K};
+const char* const kIntTypes[] = {"Q8_0", "MXFP4", "Q4_0", "Q5_0", "IQ4_NL", "Q4_1", "Q5_1"};
+
+std::vector<Isa> simd_levels() {
+    std::vector<Isa> levels;
+    for (Isa isa : {Isa::avx2, Isa::avx512})
+        if (isa_supported(isa)) levels.push_back(isa);
+    return levels;
+}
+
+uint32_t bits_of(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+std::vector<float> read_f32(const std::string& path) {
+    const std::vector<uint8_t> bytes = testing::read_bytes(path);
+    std::vector<float> values(bytes.size() / 4);
+    std::memcpy(values.data(), bytes.data(), values.size() * 4);
+    return values;
+}
+
+// Rows with the cases that matter for rounding: a zero block, exact ties (x · id = k + 0.5),
+// the signed maximum repeated, wide and tiny magnitudes.
+std::vector<float> test_row(int64_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = normal(rng) * std::ldexp(1.0f, int(rng() % 20) - 12);
+    for (int64_t i = 0; i < std::min<int64_t>(n, 32); ++i) x[size_t(i)] = 0.0f;
+    if (n >= 64)
+        for (int64_t i = 32; i < 64; ++i) x[size_t(i)] = i == 32 ? -127.0f : float(i - 48) + 0.5f;  // id = 1: ties
+    if (n >= 512) x[300] = x[301] = -x[302] - 1e6f, x[302] = -x[300];  // |max| twice, opposite signs
+    return x;
+}
+
+TEST(ActivationQuant, Q8_0RoundsHalfToEvenWithTheX86Reciprocal) {
+    std::vector<float> x(32, 0.0f);
+    x[0] = 127.0f, x[1] = -63.5f, x[2] = 0.5f, x[3] = 1.5f, x[4] = 2.5f, x[5] = -2.5f, x[6] = 126.49f;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (!isa_supported(isa)) continue;
+        ActBlockQ8_1 b1;
+        ActBlockQ8_0 b0;
+        activation_quantizer(ActivationFormat::q8_0, isa)(x.data(), &b0, 32);
+        activation_quantizer(ActivationFormat::q8_1, isa)(x.data(), &b1, 32);
+        const int8_t want[7] = {127, -64, 0, 2, 2, -2, 126};
+        for (int j = 0; j < 7; ++j) {
+            EXPECT_EQ(b0.qs[j], want[j]) << isa_name(isa) << " element " << j;
+            EXPECT_EQ(b1.qs[j], want[j]) << isa_name(isa) << " element " << j;
+        }
+        EXPECT_EQ(b0.d, 0x3c00) << isa_name(isa);  // 127 / 127 = 1
+        EXPECT_EQ(b1.s, tensor::f32_to_f16(127 - 64 + 2 + 2 - 2 + 126)) << isa_name(isa);
+    }
+}
+
+TEST(ActivationQuant, Q8_KScalesBySignedMaximum) {
+    std::vector<float> x(256, 0.0f);
+    x[0] = 1.0f, x[1] = -2.0f, x[2] = -1.0f, x[17] = 2.0f;  // first of largest magnitude: -2
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (!isa_supported(isa)) continue;
+        ActBlockQ8_K b;
+        activation_quantizer(ActivationFormat::q8_K, isa)(x.data(), &b, 256);
+        // iscale = -127 / -2 = 63.5: 1 -> 63.5 -> 64 (even), -2 -> -127, 2 -> 127.
+        EXPECT_EQ(b.qs[0], 64) << isa_name(isa);
+        EXPECT_EQ(b.qs[1], -127) << isa_name(isa);
+        EXPECT_EQ(b.qs[2], -64) << isa_name(isa);
+        EXPECT_EQ(b.qs[17], 127) << isa_name(isa);
+        EXPECT_EQ(b.bsums[0], 64 - 127 - 64) << isa_name(isa);
+        EXPECT_EQ(b.bsums[1], 127) << isa_name(isa);
+        EXPECT_EQ(bits_of(b.d), bits_of(1.0f / 63.5f)) << isa_name(isa);
+    }
+}
+
+TEST(ActivationQuant, SimdLevelsWriteTheScalarBytes) {
+    for (ActivationFormat format : kFormats) {
+        const int64_t n = 4096;
+        const std::vector<float> x = test_row(n, 5);
+        std::vector<uint8_t> want(activation_row_bytes(format, n)), got(want.size());
+        activation_quantizer(format, Isa::scalar)(x.data(), want.data(), n);
+        for (Isa isa : simd_levels()) {
+            std::fill(got.begin(), got.end(), 0xAB);
+            activation_quantizer(format, isa)(x.data(), got.data(), n);
+            EXPECT_EQ(got, want) << activation_format_name(format) << " at " << isa_name(isa);
+        }
+    }
+}
+
+TEST(ActivationQuant, RowWidthNotAWholeBlockIsAnError) {
+    const std::vector<float> x(300, 1.0f);
+    std::vector<uint8_t> out(4096);
+    EXPECT_THROW(activation_row_bytes(ActivationFormat::q8_0, 33), Error);
+    try {
+        quantize_activation_row(ActivationFormat::q8_K, x.data(), out.data(), 300, "blk.0.ffn_up");
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("blk.0.ffn_up"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
+    }
+}
+
+TEST(ActivationQuant, FormatPerWeightTypeIsLlamaCpps) {
+    using T = tensor::Type;
+    EXPECT_EQ(activation_format(T::MXFP4), ActivationFormat::q8_0);
+    EXPECT_EQ(activation_format(T::IQ4_NL), ActivationFormat::q8_0);
+    EXPECT_EQ(activation_format(T::Q5_1), ActivationFormat::q8_1);
+    EXPECT_EQ(activation_format(T::Q4_K), ActivationFormat::q8_K);
+    EXPECT_EQ(activation_format(T::IQ4_XS), ActivationFormat::q8_K);
+    EXPECT_EQ(activation_format(T::BF16), ActivationFormat::f32);
+    EXPECT_EQ(activation_format(T::F32), ActivationFormat::f32);
+}
+
+class IntDot : public ::testing::TestWithParam<const char*> {
+protected:
+    void SetUp() override {
+        traits_ = tensor::find_type(GetParam());
+        ASSERT_NE(traits_, nullptr);
+        format_ = activation_format(traits_->type);
+        reference_ = int_dot_kernel(traits_->type, Isa::scalar);
+        ASSERT_NE(reference_, nullptr);
+    }
+    // The scalar reference at one row, checked against every SIMD level bit for bit, and against
+    // the dot (in double) of the decoded weights with the decoded activations: the f32 rounding
+    // of the reference is at most a few ulps of Σ|terms| per block and accumulator step.
+    // (`against_exact` only where every scale stays a normal f16: the extreme zoo rows underflow
+    // or overflow them, and then the f16 roundings are the result, not a small error.)
+    void check_row(const uint8_t* weights, const float* x, int64_t n, bool against_exact, const std::string& where) {
+        std::vector<uint8_t> act(activation_row_bytes(format_, n));
+        activation_quantizer(format_, Isa::scalar)(x, act.data(), n);
+        const float want = reference_(weights, act.data(), n);
+        for (Isa isa : simd_levels())
+            ASSERT_EQ(bits_of(int_dot_kernel(traits_->type, isa)(weights, act.data(), n)), bits_of(want))
+                << isa_name(isa) << " " << where;
+        if (!against_exact) return;
+        std::vector<float> w(static_cast<size_t>(n)), a(static_cast<size_t>(n));
+        traits_->dequantize_row(weights, w.data(), n);
+        dequantized_activations(act.data(), a.data(), n);
+        double exact = 0, magnitude = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            exact += double(w[size_t(i)]) * a[size_t(i)];
+            magnitude += std::fabs(double(w[size_t(i)]) * a[size_t(i)]);
+        }
+        // Offset formats use m · s with s = f16(d·Σa) where the decoded product has m · f16(d) · Σa:
+        // two f16 roundings (2^-11 each) of every block's |m · s|.
+        double offset_slack = 0;
+        if (format_ == ActivationFormat::q8_1) {
+            const auto* blocks = reinterpret_cast<const ActBlockQ8_1*>(act.data());
+            for (int64_t b = 0; b < n / 32; ++b) {
+                uint16_t m_bits;
+                std::memcpy(&m_bits, weights + b * traits_->block_bytes + 2, 2);
+                offset_slack += std::ldexp(std::fabs(double(tensor::f16_to_f32(m_bits)) * tensor::f16_to_f32(blocks[b].s)), -10);
+            }
+        }
+        EXPECT_NEAR(want, exact, 32 * FLT_EPSILON * magnitude + offset_slack) << where;
+    }
+    void dequantized_activations(const uint8_t* act, float* a, int64_t n) const {
+        for (int64_t b = 0; b < n / 32; ++b) {
+            const size_t stride = activation_block_bytes(format_);
+            uint16_t d_bits;
+            std::memcpy(&d_bits, act + size_t(b) * stride, 2);
+            const auto* qs = reinterpret_cast<const int8_t*>(act + size_t(b) * stride + stride - 32);
+            for (int j = 0; j < 32; ++j) a[b * 32 + j] = tensor::f16_to_f32(d_bits) * float(qs[j]);
+        }
+    }
+    const tensor::TypeTraits* traits_ = nullptr;
+    ActivationFormat format_{};
+    IntDotFn reference_ = nullptr;
+};
+
+// The zoo's rows (the quantiser reproduces its bytes, tensor tests) with activations from its
+// source rows and from random rows; against the exact dot on the plain N(0,1) rows 0-31.
+TEST_P(IntDot, EqualsScalarReferenceOnTheZoo) {
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    std::vector<uint8_t> row(tensor::row_bytes(*traits_, kZooCols));
+    const std::vector<float> random = test_row(kZooCols, 11);
+    for (int64_t r = 0; r < kZooRows; ++r) {
+        traits_->quantize_row(source.data() + r * kZooCols, row.data(), kZooCols);
+        const std::string where = "zoo row " + std::to_string(r);
+        check_row(row.data(), source.data() + ((r + 1) % kZooRows) * kZooCols, kZooCols, r + 1 < 32, where);
+        check_row(row.data(), random.data(), kZooCols, r < 32, where + ", random activations");
+    }
+}
+
+// Random block bytes (finite f16 scales) reach every level and sign, including Q8_0's -128; row
+// lengths that leave a partial group of eight blocks.
+TEST_P(IntDot, EqualsScalarReferenceOnRandomBlocks) {
+    std::mt19937 rng(77);
+    std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
+    for (int64_t n : {int64_t(32), int64_t(32 * 7), int64_t(32 * 13), int64_t(4096)}) {
+        std::vector<uint8_t> bytes(tensor::row_bytes(*traits_, n));
+        const std::vector<float> x = test_row(n, uint32_t(n));
+        for (int trial = 0; trial < 20; ++trial) {
+            for (uint8_t& b : bytes) b = uint8_t(rng());
+            for (int64_t b = 0; b < n / 32; ++b) {
+                uint8_t* block = bytes.data() + b * traits_->block_bytes;
+                if (traits_->type == tensor::Type::MXFP4) {
+                    block[0] = uint8_t(100 + rng() % 50);
+                    continue;
+                }
+                const int fields = traits_->type == tensor::Type::Q4_1 || traits_->type == tensor::Type::Q5_1 ? 2 : 1;
+                for (int f = 0; f < fields; ++f) {
+                    const uint16_t h = tensor::f32_to_f16(scale(rng));
+                    std::memcpy(block + 2 * f, &h, 2);
+                }
+            }
+            check_row(bytes.data(), x.data(), n, true, "n " + std::to_string(n) + " trial " + std::to_string(trial));
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, IntDot, ::testing::ValuesIn(kIntTypes),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+TEST(IntDotKernel, TypesWithoutIntegerKernelKeepF32Activations) {
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        EXPECT_EQ(int_dot_kernel(tensor::Type::F32, isa), nullptr);
+        EXPECT_EQ(int_dot_kernel(tensor::Type::BF16, isa), nullptr);
+        EXPECT_EQ(int_dot_kernel(tensor::Type::Q4_K, isa), nullptr);  // lowbit's slot
+    }
+}
+
+}  // namespace
+}  // namespace k3::kernels
