@@ -1,5 +1,7 @@
 #include "kernels/int_dot.h"
 
+#include "kernels/int_dot_q8k.h"
+
 namespace k3::kernels {
 
 namespace {
@@ -42,7 +44,10 @@ IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
     if (!kernels) return nullptr;
     for (const IntDotEntry& entry : kIntDotTable)
         if (entry.weight == weight) return kernels->*entry.kernel;
-    return nullptr;
+    // The 256-value formats: one entry each in quant_unpack.h's with_format.
+    if (kernels == &scalar_int_dot_kernels()) return scalar_q8k_int_dot(weight);
+    if (kernels == &avx2_int_dot_kernels()) return avx2_q8k_int_dot(weight);
+    return avx512_q8k_int_dot(weight);
 }
 
 IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, best_isa()); }
