@@ -29,7 +29,11 @@ inline int tq1_trit(uint8_t q, int n) {
     return (unsigned(uint8_t(q * kPow3[n])) * 3) >> 8;
 }
 
+// Row functions (n elements, a multiple of 256). The quantizers are ggml's quantize_row_tq*_ref,
+// which llama-quantize runs with or without an importance matrix (d = max |x|, no search).
 void dequantize_row_tq1_0(const void* blocks, float* out, int64_t n);
 void dequantize_row_tq2_0(const void* blocks, float* out, int64_t n);
+void quantize_row_tq1_0(const float* in, void* blocks, int64_t n);
+void quantize_row_tq2_0(const float* in, void* blocks, int64_t n);
 
 }  // namespace k3::tensor

@@ -51,8 +51,8 @@ constexpr TypeTraits kTypes[] = {
     {Type::F64, "f64", 1, 8, dequantize_row_f64, nullptr},
     {Type::IQ1_M, "iq1_m", 256, 56, dequantize_row_iq1_m, nullptr},
     {Type::BF16, "bf16", 1, 2, dequantize_row_bf16, quantize_row_bf16},
-    {Type::TQ1_0, "tq1_0", 256, 54, dequantize_row_tq1_0, nullptr},
-    {Type::TQ2_0, "tq2_0", 256, 66, dequantize_row_tq2_0, nullptr},
+    {Type::TQ1_0, "tq1_0", 256, 54, dequantize_row_tq1_0, quantize_row_tq1_0},
+    {Type::TQ2_0, "tq2_0", 256, 66, dequantize_row_tq2_0, quantize_row_tq2_0},
     {Type::MXFP4, "mxfp4", kMxfp4BlockSize, kMxfp4BlockBytes, dequantize_row_mxfp4, quantize_row_mxfp4},
 };
 

@@ -71,12 +71,13 @@ gguf::GgufFile* QuantZoo::zoo_ = nullptr;
 
 TEST_P(QuantZoo, DecodesBitExactly) { expect_decodes_bit_exactly(*zoo_, "quants", GetParam()); }
 
-TEST_P(QuantZoo, QuantizesToLlamaCppBytes) {
-    const TypeTraits* t = find_type(GetParam());
+// Quantizing every row of <dir>/source.f32 reproduces the zoo tensor's bytes.
+void expect_quantizes_to_zoo_bytes(const gguf::GgufFile& zoo, const std::string& dir, const char* type_name) {
+    const TypeTraits* t = find_type(type_name);
     ASSERT_NE(t, nullptr);
-    ASSERT_NE(t->quantize_row, nullptr);
-    const gguf::TensorInfo& info = zoo_tensor(*zoo_, GetParam(), *t);
-    const std::vector<uint8_t> source_bytes = testing::read_bytes(testing::fixture("quants/source.f32"));
+    ASSERT_NE(t->quantize_row, nullptr) << type_name;
+    const gguf::TensorInfo& info = zoo_tensor(zoo, type_name, *t);
+    const std::vector<uint8_t> source_bytes = testing::read_bytes(testing::fixture(dir + "/source.f32"));
     ASSERT_EQ(source_bytes.size(), size_t(kCols * kRows * 4));
     std::vector<float> source(kCols * kRows);
     std::memcpy(source.data(), source_bytes.data(), source_bytes.size());
@@ -87,10 +88,12 @@ TEST_P(QuantZoo, QuantizesToLlamaCppBytes) {
         t->quantize_row(source.data() + r * kCols, row.data(), kCols);
         const uint8_t* expected = info.data + r * bytes_per_row;
         for (size_t i = 0; i < bytes_per_row; ++i)
-            ASSERT_EQ(int(row[i]), int(expected[i])) << GetParam() << " row " << r << " block " << i / t->block_bytes
+            ASSERT_EQ(int(row[i]), int(expected[i])) << type_name << " row " << r << " block " << i / t->block_bytes
                                                      << " byte " << i % t->block_bytes;
     }
 }
+
+TEST_P(QuantZoo, QuantizesToLlamaCppBytes) { expect_quantizes_to_zoo_bytes(*zoo_, "quants", GetParam()); }
 
 std::string type_param_name(const ::testing::TestParamInfo<const char*>& info) { return info.param; }
 
@@ -118,6 +121,12 @@ gguf::GgufFile* QuantImatrixZoo::zoo_ = nullptr;
 TEST_P(QuantImatrixZoo, DecodesBitExactly) { expect_decodes_bit_exactly(*zoo_, "quants-imatrix", GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantImatrixZoo, ::testing::ValuesIn(kImatrixZooTypes), type_param_name);
+
+// ggml's ternary quantizers ignore the importance weights: the zoo's bytes are theirs without.
+TEST(QuantImatrixZooTernary, QuantizesToLlamaCppBytes) {
+    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
+    for (const char* type : {"TQ1_0", "TQ2_0"}) expect_quantizes_to_zoo_bytes(*zoo, "quants-imatrix", type);
+}
 
 }  // namespace
 }  // namespace k3::tensor
