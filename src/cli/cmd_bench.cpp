@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/numerics_option.h"
 #include "cli/residency_options.h"
+#include "kernels/int_dot.h"
 #include "model/hparams.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
@@ -79,6 +81,7 @@ int run_bench(int argc, char** argv) {
     app.add_flag("--json", json, "print one JSON object");
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
+    add_numerics_option(app, options.numerics);
     CLI11_PARSE(app, argc, argv);
 
     options.n_threads = threads;
@@ -145,13 +148,17 @@ int run_bench(int argc, char** argv) {
     // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
     // what the memory system can deliver.
     const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
+    const char* numerics = kernels::numerics_name(options.numerics);
+    const char* isa = kernels::isa_name(kernels::best_isa());
+    const char* integer_isa = options.numerics == kernels::Numerics::native ? kernels::int_dot_level_name(kernels::best_isa()) : "none";
     if (json) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
             "\"load_s\":%.3f,\"pp_tokens_per_s\":%.3f,\"tg_tokens_per_s\":%.3f,\"peak_rss_bytes\":%.0f,"
-            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f",
+            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f,"
+            "\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
             model_path.c_str(), n_threads, n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
-            bytes_per_token, bandwidth, fraction);
+            bytes_per_token, bandwidth, fraction, numerics, isa, integer_isa);
         if (cache)
             std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
                         "\"tg_disk_bytes_per_token\":%.0f,\"tg_io_wait_fraction\":%.4f}",
@@ -161,6 +168,7 @@ int run_bench(int argc, char** argv) {
     } else {
         std::printf("model            %s (%d threads)\n", model_path.c_str(), n_threads);
         std::printf("load             %.3f s\n", load_s);
+        std::printf("numerics         %s (f32 kernels %s, integer kernels %s)\n", numerics, isa, integer_isa);
         if (n_prompt > 0) std::printf("prompt (pp%d)    %.2f tokens/s (median of %d)\n", n_prompt, pp, repetitions);
         if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);
         std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));

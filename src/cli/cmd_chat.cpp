@@ -195,6 +195,7 @@ private:
         runtime::EngineOptions engine_options;
         engine_options.n_threads = options.threads;
         engine_options.residency = options.residency;
+        engine_options.numerics = options.numerics;
         return runtime::Engine::load(options.model_path, engine_options);
     }
 

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_front.h"
+#include "cli/numerics_option.h"
 #include "cli/residency_options.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
@@ -39,6 +40,7 @@ int run_eval(int argc, char** argv) {
         ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
+    add_numerics_option(app, options.numerics);
     CLI11_PARSE(app, argc, argv);
 
     options.n_threads = threads;

@@ -134,6 +134,7 @@ int run_run(int argc, char** argv) {
     runtime::EngineOptions engine_options;
     engine_options.n_threads = options.generation.threads;
     engine_options.residency = options.generation.residency;
+    engine_options.numerics = options.generation.numerics;
     const auto engine = runtime::Engine::load(options.generation.model_path, engine_options);
     const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
     std::optional<ChatPrompter> prompter;

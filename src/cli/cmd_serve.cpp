@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/numerics_option.h"
 #include "cli/residency_options.h"
 #include "server/serve.h"
 
@@ -36,6 +37,7 @@ int run_serve(int argc, char** argv) {
     app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")
         ->check(CLI::PositiveNumber);
     add_residency_options(app, options.residency);
+    add_numerics_option(app, options.numerics);
     CLI11_PARSE(app, argc, argv);
     return server::serve(options);
 }

@@ -52,4 +52,11 @@ IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
 
 IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, best_isa()); }
 
+const char* int_dot_level_name(Isa isa) {
+    const IntDotKernels* kernels = kernels_for(isa);
+    if (kernels == &avx512_int_dot_kernels()) return "avx512-vnni";
+    if (kernels == &avx2_int_dot_kernels()) return "avx2";
+    return "scalar";
+}
+
 }  // namespace k3::kernels

@@ -42,6 +42,8 @@ using IntDotFn = float (*)(const void* weight_row, const void* act_row, int64_t 
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
 // The best kernel for this CPU (null: the type keeps f32 activations).
 IntDotFn int_dot_kernel(tensor::Type weight);
+// The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni".
+const char* int_dot_level_name(Isa isa);
 
 // The kernels, per level (int_dot_scalar.cpp, int_dot_avx2.cpp, int_dot_avx512.cpp).
 struct IntDotKernels {

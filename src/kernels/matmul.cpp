@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/activation_quant.h"
 #include "kernels/dequant.h"
 #include "kernels/dot.h"
+#include "kernels/int_dot.h"
 #include "kernels/matmul_tile.h"
 
 namespace k3::kernels {
@@ -35,10 +37,39 @@ struct ScalarLane {
     static float reduce_add(F v) { return v; }
 };
 
+// Native numerics: every token row rounded once (in parallel for many tokens), then tiles of
+// rows, each row dotted with every token while it is in L1. The quantised rows live in a buffer
+// of the calling thread that grows to the largest call and is then reused: no allocation per
+// call once a forward pass has run.
+void matmul_integer(ThreadPool& pool, IntDotFn dot, const MatrixView& w, const float* x, int64_t x_stride,
+                    int64_t n_tokens, float* y, int64_t y_stride) {
+    const ActivationFormat format = activation_format(w.type->type);
+    const size_t act_bytes = activation_row_bytes(format, w.cols);
+    thread_local std::vector<uint8_t> act_rows;
+    if (act_rows.size() < act_bytes * size_t(n_tokens)) act_rows.resize(act_bytes * size_t(n_tokens));
+    uint8_t* const act = act_rows.data();
+    const auto quantize = [&](int64_t t) {
+        quantize_activation_row(format, x + t * x_stride, act + size_t(t) * act_bytes, w.cols, "matmul activations");
+    };
+    if (n_tokens <= 2) {
+        for (int64_t t = 0; t < n_tokens; ++t) quantize(t);
+    } else {
+        pool.parallel_for(n_tokens, [&](int64_t t, int) { quantize(t); });
+    }
+    const int64_t tile = rows_per_task(w.rows, pool.size(), 16);
+    pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int) {
+        const int64_t first = task * tile, last = std::min(w.rows, first + tile);
+        for (int64_t r = first; r < last; ++r)
+            for (int64_t t = 0; t < n_tokens; ++t) y[t * y_stride + r] = dot(w.row(r), act + size_t(t) * act_bytes, w.cols);
+    });
+}
+
 // A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
 constexpr size_t kTileBytes = size_t(512) << 10;
 
 }  // namespace
+
+const char* numerics_name(Numerics numerics) { return numerics == Numerics::native ? "native" : "exact"; }
 
 TileProductFn tile_product_kernel(Isa isa) {
     if (!isa_supported(isa)) return nullptr;
@@ -51,8 +82,14 @@ TileProductFn tile_product_kernel(Isa isa) {
 }
 
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
-            float* y, int64_t y_stride) {
+            float* y, int64_t y_stride, Numerics numerics) {
     if (n_tokens <= 0 || w.rows <= 0) return;
+    if (numerics == Numerics::native) {
+        if (const IntDotFn int_dot = int_dot_kernel(w.type->type)) {
+            matmul_integer(pool, int_dot, w, x, x_stride, n_tokens, y, y_stride);
+            return;
+        }
+    }
     const DotRowFn dot = dot_row_kernel(w.type->type);
     if (n_tokens <= 2) {
         const int64_t tile = rows_per_task(w.rows, pool.size(), 16);

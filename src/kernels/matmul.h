@@ -26,12 +26,22 @@ struct MatrixView {
     }
 };
 
+// How products with quantised weights treat the activations.
+//   native: as llama.cpp's CPU backend does: each activation row rounded once to the weight
+//           type's activation format (activation_quant.h), then integer dots (int_dot.h). Types
+//           without an integer kernel (F32, F16, BF16; the K-quants until theirs exist) keep f32.
+//   exact:  f32 activations times the decoded weights (the numerics of the f32act references).
+enum class Numerics { native, exact };
+const char* numerics_name(Numerics numerics);
+
 // Y[t][r] = sum_c W[r][c] * X[t][c]   for t < n_tokens, r < W.rows.
 // X rows are x_stride floats apart, Y rows y_stride floats apart; Y is overwritten.
-// One or two tokens: each row through the type's dot kernel (memory bound). More: a tile of rows
-// is decoded once to f32 and multiplied with all tokens by a register-blocked micro-kernel.
+// Exact numerics: one or two tokens take each row through the type's dot kernel (memory bound);
+// more decode a tile of rows once to f32 and multiply it with all tokens by a register-blocked
+// micro-kernel. Native numerics with an integer kernel: the token rows are quantised once, then
+// each row's integer dot with every token (the row stays in L1 while the tokens pass).
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
-            float* y, int64_t y_stride);
+            float* y, int64_t y_stride, Numerics numerics = Numerics::exact);
 
 // The same product on the calling thread with scalar kernels only: the test reference.
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,

@@ -29,10 +29,13 @@ struct ForwardContext {
     KdaMode kda_mode = KdaMode::automatic;
     const DumpFn* dump = nullptr;
     ExpertSource* experts = nullptr;  // routed experts' weights (model/expert_source.h)
+    // Of every product with a quantised weight (kernels::Numerics). A context built by hand
+    // computes the plain f32 definition; Model::forward passes ForwardOptions::numerics.
+    kernels::Numerics numerics = kernels::Numerics::exact;
 
     // y[t] = W x[t] for n contiguous rows (x rows W.cols apart, y rows W.rows apart).
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
-        kernels::matmul(pool, w, x, w.cols, n, y, w.rows);
+        kernels::matmul(pool, w, x, w.cols, n, y, w.rows, numerics);
     }
     void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
         if (dump && *dump) (*dump)(name, data, rows, cols);

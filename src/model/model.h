@@ -23,6 +23,7 @@ struct ForwardOptions {
     KdaMode kda_mode = KdaMode::automatic;
     DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
+    kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
 };
 
 // One sequence's part of a forward pass.

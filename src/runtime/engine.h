@@ -32,6 +32,8 @@ struct EngineOptions {
     model::KdaMode kda_mode = model::KdaMode::automatic;
     model::DumpFn dump;
     ResidencyOptions residency;
+    // native: activations rounded as llama.cpp's CPU backend rounds them; exact: f32 (--exact).
+    kernels::Numerics numerics = kernels::Numerics::native;
 };
 
 // One sequence's part of a forward pass: its session and the tokens that continue it.

@@ -15,6 +15,7 @@ int serve(const ServeOptions& options) {
     runtime::EngineOptions engine_options;
     engine_options.n_threads = options.threads;
     engine_options.residency = options.residency;
+    engine_options.numerics = options.numerics;
     const auto engine = runtime::Engine::load(options.model_path, engine_options);
     const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
 

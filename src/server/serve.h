@@ -21,6 +21,7 @@ struct ServeOptions {
     int threads = 0;             // 0: one per hardware thread
     std::string api_key;         // empty: no authentication
     runtime::ResidencyOptions residency;  // memory budget and expert cache
+    kernels::Numerics numerics = kernels::Numerics::native;  // --exact
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts

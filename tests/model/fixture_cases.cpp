@@ -8,11 +8,10 @@
 
 namespace k3::testing {
 
-ModelFixture load_model_fixture(const std::string& dir) {
-    const auto json = nlohmann::json::parse(read_text(fixture(dir + "/cases.json")));
-    // Quantised storage: compare with the f32-activation twin (README section 4).
-    const bool quantised = json.contains("f32act");
-    const auto& source = quantised ? json["f32act"] : json;
+namespace {
+
+// `source`: the object holding "cases" and "logits_file".
+ModelFixture load_cases(const std::string& dir, const nlohmann::json& json, const nlohmann::json& source) {
     ModelFixture f;
     f.dir = dir;
     f.model_path = fixture(dir + "/model.gguf");
@@ -30,6 +29,21 @@ ModelFixture load_model_fixture(const std::string& dir) {
     f.logits.resize(bytes.size() / sizeof(float));
     std::memcpy(f.logits.data(), bytes.data(), f.logits.size() * sizeof(float));
     return f;
+}
+
+nlohmann::json read_cases(const std::string& dir) { return nlohmann::json::parse(read_text(fixture(dir + "/cases.json"))); }
+
+}  // namespace
+
+ModelFixture load_model_fixture(const std::string& dir) {
+    const auto json = read_cases(dir);
+    // Quantised storage: compare with the f32-activation twin (README section 4).
+    return load_cases(dir, json, json.contains("f32act") ? json["f32act"] : json);
+}
+
+ModelFixture load_native_model_fixture(const std::string& dir) {
+    const auto json = read_cases(dir);
+    return load_cases(dir, json, json);
 }
 
 float max_abs_diff(const float* a, const float* b, int64_t n) {

@@ -28,6 +28,9 @@ struct ModelFixture {
 
 // Loads cases.json and the logits the README says to test against.
 ModelFixture load_model_fixture(const std::string& dir);
+// The native reference of a fixture that has one (tiny-k3-native, README section 10): its
+// top-level cases and logits.bin, llama.cpp's result with rounded activations.
+ModelFixture load_native_model_fixture(const std::string& dir);
 
 // Largest |a - b| over n values.
 float max_abs_diff(const float* a, const float* b, int64_t n);
