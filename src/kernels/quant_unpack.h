@@ -356,14 +356,29 @@ struct Iq1mFormat {
 };
 
 // TQ1_0, TQ2_0: level = trit − 1, one scale d for the block.
+// Trit t of TQ1_0 bytes held in the low half of 16-bit lanes: (uint8(q·3^t)·3) >> 8.
+K3_UNPACK_AVX2 inline __m256i tq1_trits_of_low_bytes(__m256i q, int16_t pow3) {
+    const __m256i shifted = _mm256_and_si256(_mm256_mullo_epi16(q, _mm256_set1_epi16(pow3)), _mm256_set1_epi16(0xff));
+    return _mm256_srli_epi16(_mm256_mullo_epi16(shifted, _mm256_set1_epi16(3)), 8);
+}
+// Trit t of 32 TQ1_0 bytes as levels (trit − 1), even and odd bytes apart.
+K3_UNPACK_AVX2 inline __m256i tq1_levels(__m256i q, int t) {
+    constexpr int16_t kPow3[5] = {1, 3, 9, 27, 81};
+    const __m256i even = tq1_trits_of_low_bytes(_mm256_and_si256(q, _mm256_set1_epi16(0xff)), kPow3[t]);
+    const __m256i odd = tq1_trits_of_low_bytes(_mm256_srli_epi16(q, 8), kPow3[t]);
+    return _mm256_sub_epi8(_mm256_or_si256(even, _mm256_slli_epi16(odd, 8)), _mm256_set1_epi8(1));
+}
+
 struct Tq1Format {
     using BlockType = tensor::BlockTq1_0;
     static constexpr int kBlockSize = 256, kSubSize = 256;
     static constexpr bool kOffset = false;
     K3_UNPACK_AVX2 static void unpack(const BlockType& block, Unpacked& u) {
+        const __m256i first = load32(block.qs);
+        const __m256i rest = _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs + 32)));
         for (int t = 0; t < 5; ++t) {
-            for (int m = 0; m < 32; ++m) u.q[32 * t + m] = int8_t(tensor::tq1_trit(block.qs[m], t) - 1);
-            for (int m = 0; m < 16; ++m) u.q[160 + 16 * t + m] = int8_t(tensor::tq1_trit(block.qs[32 + m], t) - 1);
+            store32(u.q + 32 * t, tq1_levels(first, t));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(u.q + 160 + 16 * t), _mm256_castsi256_si128(tq1_levels(rest, t)));
         }
         for (int t = 0; t < 4; ++t)
             for (int j = 0; j < 4; ++j) u.q[240 + 4 * t + j] = int8_t(tensor::tq1_trit(block.qh[j], t) - 1);
