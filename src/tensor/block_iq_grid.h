@@ -82,7 +82,7 @@ inline unsigned iq2_sub_scale(const uint8_t* scales, int h) { return (scales[h /
 inline float iq1m_block_scale(const BlockIq1m& block) {
     uint16_t bits = 0;
     for (int i = 0; i < 4; ++i) bits |= uint16_t((load_u16(block.scales + 2 * i) >> 12) << (4 * i));
-    return load_f16(reinterpret_cast<const uint8_t*>(&bits));
+    return f16_to_f32(bits);
 }
 // IQ1_M's 3-bit scale of values 16h .. 16h + 15.
 inline unsigned iq1m_sub_scale(const BlockIq1m& block, int h) {
