@@ -30,5 +30,12 @@ IntDotFn avx2_q8k_int_dot(tensor::Type weight) {
     });
 }
 
+IntDotRowsFn avx2_q8k_int_dot_rows(tensor::Type weight) {
+    return unpack::with_format<IntDotRowsFn>(weight, nullptr, []<typename F>() -> IntDotRowsFn {
+        if constexpr (F::kBlockSize == 256) return &q8k_simd::int_dot_rows<F, Avx2Products>;
+        else return nullptr;
+    });
+}
+
 }  // namespace k3::kernels
 #pragma GCC pop_options

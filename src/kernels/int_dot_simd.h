@@ -83,31 +83,58 @@ inline __m256 weight_scales(const uint8_t* w, int count) {
     }
 }
 
-// The kernel of int_dot.h over a Level that supplies
-//   static __m256i block_sums<F>(const uint8_t* w, const ActBlock<F>* a, int count):
+// The kernel of int_dot.h for kTokens activation rows at once (act_stride bytes apart): each
+// group of eight weight blocks is decoded once and multiplied with every token; each token's
+// sums go through the same float steps as a single-token call, so results are identical. The
+// Level supplies
+//   struct Prepared;  static void prepare(const __m256i* levels, int count, Prepared&);
+//   static __m256i block_sums(const Prepared&, const ActBlock<F>* a, int count):
 // lane j = the exact integer product of block j (< count; 0 after).
-template <typename F, typename Level>
-float int_dot(const void* weight_row, const void* act_row, int64_t n) {
+template <typename F, typename Level, int kTokens>
+void int_dot_tokens(const uint8_t* w, const uint8_t* act, size_t act_stride, int64_t n, float* y, int64_t y_stride) {
     using Act = int_formats::ActBlock<F>;
-    const auto* w = static_cast<const uint8_t*>(weight_row);
-    const auto* a = static_cast<const Act*>(act_row);
     const int64_t n_blocks = n / 32;
-    __m256 acc = _mm256_setzero_ps(), off = _mm256_setzero_ps();
+    __m256 acc[kTokens], off[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = off[t] = _mm256_setzero_ps();
     const auto group = [&](int64_t b, int count) {
         const uint8_t* wb = w + b * F::kBytes;
-        const __m256i sums = Level::template block_sums<F>(wb, a + b, count);
-        const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a[b].d), sizeof(Act), count);
-        acc = _mm256_fmadd_ps(_mm256_mul_ps(weight_scales<F>(wb, count), act_d), _mm256_cvtepi32_ps(sums), acc);
-        if constexpr (F::kOffset) {
-            const __m256 act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a[b].s), sizeof(Act), count);
-            off = _mm256_fmadd_ps(f16_lanes(wb + 2, F::kBytes, count), act_s, off);
+        __m256i wl[8];
+        for (int j = 0; j < 8; ++j) wl[j] = j < count ? levels<F>(wb + j * F::kBytes) : _mm256_setzero_si256();
+        typename Level::Prepared prepared;
+        Level::prepare(wl, count, prepared);
+        const __m256 w_d = weight_scales<F>(wb, count);
+        [[maybe_unused]] const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
+        for (int t = 0; t < kTokens; ++t) {
+            const Act* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride) + b;
+            const __m256i sums = Level::template block_sums<F>(prepared, a, count);
+            const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(sums), acc[t]);
+            if constexpr (F::kOffset)
+                off[t] = _mm256_fmadd_ps(w_m, f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count), off[t]);
         }
     };
     int64_t b = 0;
     for (; b + 8 <= n_blocks; b += 8) group(b, 8);
     if (b < n_blocks) group(b, int(n_blocks - b));
-    if constexpr (F::kOffset) return reduce8(acc) + reduce8(off);
-    return reduce8(acc);
+    for (int t = 0; t < kTokens; ++t) y[t * y_stride] = F::kOffset ? reduce8(acc[t]) + reduce8(off[t]) : reduce8(acc[t]);
+}
+
+template <typename F, typename Level>
+float int_dot(const void* weight_row, const void* act_row, int64_t n) {
+    float y;
+    int_dot_tokens<F, Level, 1>(static_cast<const uint8_t*>(weight_row), static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
+    return y;
+}
+
+// Every token, four at a time.
+template <typename F, typename Level>
+void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
+                  int64_t y_stride) {
+    const auto* w = static_cast<const uint8_t*>(weight_row);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    int64_t t = 0;
+    for (; t + 4 <= n_tokens; t += 4) int_dot_tokens<F, Level, 4>(w, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
+    for (; t < n_tokens; ++t) int_dot_tokens<F, Level, 1>(w, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
 }
 
 }  // namespace

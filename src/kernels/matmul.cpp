@@ -37,12 +37,15 @@ struct ScalarLane {
     static float reduce_add(F v) { return v; }
 };
 
+// A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
+constexpr size_t kTileBytes = size_t(512) << 10;
+
 // Native numerics: every token row rounded once (in parallel for many tokens), then tiles of
 // rows, each row dotted with every token while it is in L1. The quantised rows live in a buffer
 // of the calling thread that grows to the largest call and is then reused: no allocation per
 // call once a forward pass has run.
-void matmul_integer(ThreadPool& pool, IntDotFn dot, const MatrixView& w, const float* x, int64_t x_stride,
-                    int64_t n_tokens, float* y, int64_t y_stride) {
+void matmul_integer(ThreadPool& pool, IntDotFn dot, IntDotRowsFn dot_rows, const MatrixView& w, const float* x,
+                    int64_t x_stride, int64_t n_tokens, float* y, int64_t y_stride) {
     const ActivationFormat format = activation_format(w.type->type);
     const size_t act_bytes = activation_row_bytes(format, w.cols);
     thread_local std::vector<uint8_t> act_rows;
@@ -59,13 +62,23 @@ void matmul_integer(ThreadPool& pool, IntDotFn dot, const MatrixView& w, const f
     const int64_t tile = rows_per_task(w.rows, pool.size(), 16);
     pool.parallel_for((w.rows + tile - 1) / tile, [&](int64_t task, int) {
         const int64_t first = task * tile, last = std::min(w.rows, first + tile);
-        for (int64_t r = first; r < last; ++r)
-            for (int64_t t = 0; t < n_tokens; ++t) y[t * y_stride + r] = dot(w.row(r), act + size_t(t) * act_bytes, w.cols);
+        // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
+        const int64_t token_run = std::max<int64_t>(1, int64_t(kTileBytes / act_bytes));
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
+            const int64_t tokens = std::min(token_run, n_tokens - t0);
+            const uint8_t* run = act + size_t(t0) * act_bytes;
+            for (int64_t r = first; r < last; ++r) {
+                if (dot_rows && tokens > 1) {
+                    dot_rows(w.row(r), run, act_bytes, tokens, w.cols, y + t0 * y_stride + r, y_stride);
+                    continue;
+                }
+                for (int64_t t = 0; t < tokens; ++t)
+                    y[(t0 + t) * y_stride + r] = dot(w.row(r), run + size_t(t) * act_bytes, w.cols);
+            }
+        }
     });
 }
 
-// A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
-constexpr size_t kTileBytes = size_t(512) << 10;
 
 }  // namespace
 
@@ -86,7 +99,7 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
     if (n_tokens <= 0 || w.rows <= 0) return;
     if (numerics == Numerics::native) {
         if (const IntDotFn int_dot = int_dot_kernel(w.type->type)) {
-            matmul_integer(pool, int_dot, w, x, x_stride, n_tokens, y, y_stride);
+            matmul_integer(pool, int_dot, int_dot_rows_kernel(w.type->type), w, x, x_stride, n_tokens, y, y_stride);
             return;
         }
     }

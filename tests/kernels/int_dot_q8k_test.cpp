@@ -1,7 +1,8 @@
 // The × Q8_K integer kernels of the 256-value formats (int_dot.h): every SIMD level equals the
 // scalar reference bit for bit, on the zoo's rows (fixtures/quants-imatrix holds every such type)
 // and on random blocks, and the reference is the dot product of the decoded weights (the
-// fixture-checked decoders) with the decoded activations.
+// fixture-checked decoders) with the decoded activations; the multi-token kernels and matmul's
+// native path give every token the reference's value.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -14,6 +15,8 @@
 #include "gguf/gguf_file.h"
 #include "kernels/activation_quant.h"
 #include "kernels/int_dot.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
 #include "support/test_support.h"
 #include "tensor/block_kquants.h"
 #include "tensor/quant_bytes.h"
@@ -135,6 +138,44 @@ TEST_P(IntDotQ8K, EqualsScalarReferenceOnRandomBlocks) {
             for (uint8_t& b : weights) b = uint8_t(rng());
             check_row(weights.data(), x.data(), n, false, "n " + std::to_string(n) + " trial " + std::to_string(trial));
         }
+    }
+}
+
+// Rows of 2 zoo rows (1024 values), several tokens: each token gets exactly the reference's value.
+TEST_P(IntDotQ8K, MultiTokenKernelsAndMatmulEqualTheReference) {
+    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
+    const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
+    ASSERT_NE(info, nullptr);
+    const int64_t n = 2 * kCols, rows = kRows / 2, tokens = 9;
+    const size_t w_bytes = tensor::row_bytes(*traits_, n);
+    const size_t act_bytes = activation_row_bytes(ActivationFormat::q8_K, n);
+    std::vector<float> x;
+    for (int64_t t = 0; t < tokens; ++t) {
+        const std::vector<float> xt = random_row(n, uint32_t(100 + t));
+        x.insert(x.end(), xt.begin(), xt.end());
+    }
+    std::vector<uint8_t> act(act_bytes * tokens);
+    for (int64_t t = 0; t < tokens; ++t)
+        activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(x.data() + t * n, act.data() + t * act_bytes, n);
+    const auto want = [&](int64_t r, int64_t t) { return reference_(info->data + r * w_bytes, act.data() + t * act_bytes, n); };
+    for (Isa isa : levels_) {
+        const IntDotRowsFn dot_rows = int_dot_rows_kernel(traits_->type, isa);
+        ASSERT_NE(dot_rows, nullptr) << isa_name(isa);
+        for (int64_t count = 1; count <= tokens; ++count) {
+            std::vector<float> y(size_t(count) * 3, -1.0f);
+            dot_rows(info->data, act.data(), act_bytes, count, n, y.data(), 3);
+            for (int64_t t = 0; t < count; ++t)
+                ASSERT_EQ(bits_of(y[size_t(t) * 3]), bits_of(want(0, t))) << isa_name(isa) << " " << count << " tokens, token " << t;
+        }
+    }
+    const MatrixView w{traits_, info->data, n, rows, w_bytes};
+    ThreadPool pool(2);
+    for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
+        std::vector<float> y(size_t(count * rows));
+        matmul(pool, w, x.data(), n, count, y.data(), rows, Numerics::native);
+        for (int64_t t = 0; t < count; ++t)
+            for (int64_t r = 0; r < rows; ++r)
+                ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(want(r, t))) << count << " tokens, token " << t << " row " << r;
     }
 }
 

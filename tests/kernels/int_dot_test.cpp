@@ -14,6 +14,8 @@
 
 #include "kernels/activation_quant.h"
 #include "kernels/int_dot.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
 #include "support/test_support.h"
 #include "tensor/float_formats.h"
 #include "util/error.h"
@@ -229,6 +231,50 @@ TEST_P(IntDot, EqualsScalarReferenceOnRandomBlocks) {
             }
             check_row(bytes.data(), x.data(), n, true, "n " + std::to_string(n) + " trial " + std::to_string(trial));
         }
+    }
+}
+
+// The multi-token kernels give each token exactly the single-token kernel's value; matmul's
+// native path gives every (token, row) exactly the scalar reference's value.
+TEST_P(IntDot, MultiTokenKernelsAndMatmulEqualTheRowKernel) {
+    const int64_t n = 32 * 20, rows = 24, tokens = 9;
+    std::mt19937 rng(5);
+    std::vector<uint8_t> weights(tensor::row_bytes(*traits_, n) * rows);
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    std::vector<float> row(static_cast<size_t>(n));
+    for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < n; ++i) row[size_t(i)] = source[size_t((r * n + i) % (32 * kZooCols))];
+        traits_->quantize_row(row.data(), weights.data() + r * tensor::row_bytes(*traits_, n), n);
+    }
+    std::vector<float> x;
+    for (int64_t t = 0; t < tokens; ++t) {
+        const std::vector<float> xt = test_row(n, uint32_t(100 + t));
+        x.insert(x.end(), xt.begin(), xt.end());
+    }
+    const size_t act_bytes = activation_row_bytes(format_, n);
+    std::vector<uint8_t> act(act_bytes * tokens);
+    for (int64_t t = 0; t < tokens; ++t) activation_quantizer(format_, Isa::scalar)(x.data() + t * n, act.data() + t * act_bytes, n);
+    const size_t w_bytes = tensor::row_bytes(*traits_, n);
+    for (Isa isa : simd_levels()) {
+        const IntDotRowsFn dot_rows = int_dot_rows_kernel(traits_->type, isa);
+        ASSERT_NE(dot_rows, nullptr) << isa_name(isa);
+        for (int64_t count = 1; count <= tokens; ++count) {
+            std::vector<float> y(size_t(count) * 3, -1.0f);
+            dot_rows(weights.data(), act.data(), act_bytes, count, n, y.data(), 3);
+            for (int64_t t = 0; t < count; ++t)
+                ASSERT_EQ(bits_of(y[size_t(t) * 3]), bits_of(reference_(weights.data(), act.data() + t * act_bytes, n)))
+                    << isa_name(isa) << " " << count << " tokens, token " << t;
+        }
+    }
+    const MatrixView w{traits_, weights.data(), n, rows, w_bytes};
+    ThreadPool pool(2);
+    for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
+        std::vector<float> y(size_t(count * rows));
+        matmul(pool, w, x.data(), n, count, y.data(), rows, Numerics::native);
+        for (int64_t t = 0; t < count; ++t)
+            for (int64_t r = 0; r < rows; ++r)
+                ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
+                    << count << " tokens, token " << t << " row " << r;
     }
 }
 
