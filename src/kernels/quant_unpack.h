@@ -212,7 +212,7 @@ K3_UNPACK_AVX2 inline __m256i grid_points_4(uint64_t g0, uint64_t g1, uint64_t g
 // The 32 sign bits of four IQ2/IQ3_XXS groups, from their 7-bit fields at bits 7g of `fields`.
 inline uint32_t signs_of_7_bit_fields(uint32_t fields) {
     uint32_t signs = 0;
-    for (int g = 0; g < 4; ++g) signs |= uint32_t(tensor::iq_signs_from_7_bits((fields >> (7 * g)) & 127)) << (8 * g);
+    for (int g = 0; g < 4; ++g) signs |= uint32_t(tensor::kIqSignsFrom7Bits[(fields >> (7 * g)) & 127]) << (8 * g);
     return signs;
 }
 

@@ -21,6 +21,12 @@ extern const std::array<uint64_t, 2048> kIq1sGrid;   // int8 values −1, 0, 1
 constexpr uint8_t iq_signs_from_7_bits(unsigned bits) {
     return uint8_t(bits | unsigned(std::popcount(bits) & 1) << 7);
 }
+// The same as a table, for the unpacking loops.
+inline constexpr std::array<uint8_t, 128> kIqSignsFrom7Bits = [] {
+    std::array<uint8_t, 128> table{};
+    for (unsigned bits = 0; bits < 128; ++bits) table[bits] = iq_signs_from_7_bits(bits);
+    return table;
+}();
 
 // The δ IQ1_S and IQ1_M add to every grid value (±, by a stored bit): x = d·(g ± 1/8).
 inline constexpr float kIq1Delta = 0.125f;
