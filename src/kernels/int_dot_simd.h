@@ -126,7 +126,7 @@ float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     return y;
 }
 
-// Every token, four at a time.
+// Every token, four at a time, the last one to three together.
 template <typename F, typename Level>
 void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
                   int64_t y_stride) {
@@ -134,7 +134,13 @@ void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_strid
     const auto* act = static_cast<const uint8_t*>(act_rows);
     int64_t t = 0;
     for (; t + 4 <= n_tokens; t += 4) int_dot_tokens<F, Level, 4>(w, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
-    for (; t < n_tokens; ++t) int_dot_tokens<F, Level, 1>(w, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
+    const uint8_t* rest = act + t * act_stride;
+    switch (n_tokens - t) {
+        case 3: int_dot_tokens<F, Level, 3>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
+        case 2: int_dot_tokens<F, Level, 2>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
+        case 1: int_dot_tokens<F, Level, 1>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
+        default: break;
+    }
 }
 
 }  // namespace

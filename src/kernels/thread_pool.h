@@ -1,6 +1,8 @@
 // A persistent pool of worker threads. parallel_for hands out task indices dynamically; the
 // calling thread works too. Calls from several threads are serialized; a parallel_for issued
-// from inside a task runs inline on that thread.
+// from inside a task runs inline on that thread. A decode step issues hundreds of calls back to
+// back, so workers (and the caller waiting for them) poll briefly, yielding the core, before they
+// sleep on a condition variable: a hand-off then usually costs no futex wake-up.
 #pragma once
 
 #include <atomic>
@@ -37,9 +39,9 @@ private:
     const Task* task_ = nullptr;
     int64_t n_tasks_ = 0;
     std::atomic<int64_t> next_{0};
-    int busy_workers_ = 0;
-    uint64_t generation_ = 0;
-    bool stopping_ = false;
+    std::atomic<int> busy_workers_{0};
+    std::atomic<uint64_t> generation_{0};  // published (release) after task_ and n_tasks_
+    std::atomic<bool> stopping_{false};
 };
 
 }  // namespace k3::kernels

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# k3 against llama.cpp on the same GGUF and threads: `k3 bench` and `llama-bench` interleaved,
+# REPS rounds (default 3) of pp512 and tg128 each, then the medians and the ratios k3 / llama.cpp.
+# Never part of CTest; run it on an otherwise idle machine.
+#
+#   bench/compare_llama_cpp.sh LLAMA_BENCH MODEL [THREADS]
+#   bench/compare_llama_cpp.sh ~/llama.cpp/build/bin/llama-bench /work/tmp/bench.gguf 2
+#
+# THREADS defaults to the number of online CPUs. K3 (default build/k3 beside this script's
+# repository), REPS and K3_ARGS (e.g. --exact) can be set in the environment.
+set -euo pipefail
+
+if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+fi
+llama_bench=$1
+model=$2
+threads=${3:-$(nproc)}
+k3=${K3:-$(dirname "$0")/../build/k3}
+reps=${REPS:-3}
+for tool in "$llama_bench" "$k3"; do
+    [[ -x $tool ]] || { echo "compare_llama_cpp: $tool is not an executable" >&2; exit 2; }
+done
+[[ -r $model ]] || { echo "compare_llama_cpp: cannot read $model" >&2; exit 2; }
+command -v jq >/dev/null || { echo "compare_llama_cpp: needs jq (scripts/install-deps.sh)" >&2; exit 2; }
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+k3_pp=() k3_tg=() ll_pp=() ll_tg=()
+for ((i = 1; i <= reps; ++i)); do
+    # shellcheck disable=SC2086  # K3_ARGS is a list of options
+    k3_json=$("$k3" bench -m "$model" -p 512 -n 128 -t "$threads" -r 1 --json ${K3_ARGS:-})
+    k3_pp+=("$(jq -r .pp_tokens_per_s <<<"$k3_json")")
+    k3_tg+=("$(jq -r .tg_tokens_per_s <<<"$k3_json")")
+    ll_json=$("$llama_bench" -m "$model" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null)
+    ll_pp+=("$(jq -r '.[] | select(.n_prompt > 0 and .n_gen == 0) | .avg_ts' <<<"$ll_json")")
+    ll_tg+=("$(jq -r '.[] | select(.n_gen > 0 and .n_prompt == 0) | .avg_ts' <<<"$ll_json")")
+    echo "round $i/$reps: k3 pp512 ${k3_pp[-1]} tg128 ${k3_tg[-1]} | llama.cpp pp512 ${ll_pp[-1]} tg128 ${ll_tg[-1]}" >&2
+done
+
+k3_pp_m=$(printf '%s\n' "${k3_pp[@]}" | median)
+k3_tg_m=$(printf '%s\n' "${k3_tg[@]}" | median)
+ll_pp_m=$(printf '%s\n' "${ll_pp[@]}" | median)
+ll_tg_m=$(printf '%s\n' "${ll_tg[@]}" | median)
+echo "model $model, $threads threads, medians of $reps; k3: $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa), bandwidth bound \(.bandwidth_bound_fraction)"' <<<"$k3_json")"
+awk -v a="$k3_pp_m" -v b="$ll_pp_m" 'BEGIN { printf "pp512  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx\n", a, b, a / b }'
+awk -v a="$k3_tg_m" -v b="$ll_tg_m" 'BEGIN { printf "tg128  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx\n", a, b, a / b }'
