@@ -62,7 +62,7 @@ float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     return y;
 }
 
-// IntDotRowsFn: four tokens at a time, then one.
+// IntDotRowsFn: four tokens at a time, then the last 1-3 together.
 template <typename Format, typename Products>
 void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
                   int64_t y_stride) {
@@ -70,8 +70,14 @@ void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_strid
     int64_t t = 0;
     for (; t + 4 <= n_tokens; t += 4)
         int_dot_tokens<Format, Products, 4>(weight_row, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
-    for (; t < n_tokens; ++t)
-        int_dot_tokens<Format, Products, 1>(weight_row, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
+    const uint8_t* rest = act + t * act_stride;
+    float* y_rest = y + t * y_stride;
+    switch (n_tokens - t) {
+        case 3: int_dot_tokens<Format, Products, 3>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
+        case 2: int_dot_tokens<Format, Products, 2>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
+        case 1: int_dot_tokens<Format, Products, 1>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
+        default: break;
+    }
 }
 
 }  // namespace
