@@ -77,7 +77,8 @@ TEST_P(LowBitModel, ComputesWhatItsF32TwinComputes) {
     else write_with_zoo_blocks(fixture.model_path, low, GetParam());
     quantize(low, twin, "f32");
     int n_low = 0;
-    for (const gguf::TensorInfo& t : gguf::GgufFile::open(low)->tensors()) n_low += tensor::traits(t.type).name == GetParam();
+    const auto low_file = gguf::GgufFile::open(low);
+    for (const gguf::TensorInfo& t : low_file->tensors()) n_low += tensor::traits(t.type).name == GetParam();
     EXPECT_GT(n_low, 100) << "tensors stored as " << GetParam();
 
     const auto engine = load_engine(low, kernels::Numerics::exact);
