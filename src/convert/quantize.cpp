@@ -108,6 +108,8 @@ uint32_t file_type_for(tensor::Type type) {
         case Type::IQ4_NL: return 25;
         case Type::IQ4_XS: return 30;
         case Type::BF16: return 32;
+        case Type::TQ1_0: return 36;
+        case Type::TQ2_0: return 37;
         case Type::MXFP4: return 38;
         default: throw Error("no general.file_type is defined for " + type_name(type));
     }

@@ -1,4 +1,4 @@
-// The legacy (Q4_0..Q5_1), K (Q2_K..Q6_K) and IQ4 weight formats behind the kernel seam:
+// The legacy (Q4_0..Q5_1), K (Q2_K..Q6_K), IQ and ternary weight formats behind the kernel seam:
 // * row decoders per (type, isa), each writing exactly the f32 values of the type's
 //   traits.dequantize_row (bit for bit: the same two roundings, no FMA), only faster; the
 //   multi-token matmul decodes weight tiles through them (F16, BF16, Q8_0 and MXFP4 too:

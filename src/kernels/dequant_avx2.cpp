@@ -1,5 +1,6 @@
-// AVX2 decoders and fused dot kernels of the legacy, K and IQ4 formats, each written once over
-// the unpacked shape of quant_unpack.h. Only called when CPUID reports AVX2 (+FMA for the dots).
+// AVX2 decoders and fused dot kernels of the legacy, K, IQ and ternary formats, each written
+// once over the unpacked shape of quant_unpack.h. Only called when CPUID reports AVX2 (+FMA for
+// the dots).
 #include "kernels/dequant.h"
 #include "kernels/quant_unpack.h"
 #include "tensor/no_fp_contract.h"

@@ -43,7 +43,7 @@ DotRowFn generic_kernel(Isa isa) {
     return isa == Isa::scalar ? &dot_row_dequantized_scalar<kType> : quant_dot_kernel(kType, isa);
 }
 
-// Types decoded through their traits (k-quants, legacy quants, IQ4).
+// Types decoded through their traits (k-quants, legacy quants, IQ, ternary).
 DotRowFn generic_dot_kernel(tensor::Type type, Isa isa) {
     using T = tensor::Type;
     switch (type) {
@@ -58,6 +58,15 @@ DotRowFn generic_dot_kernel(tensor::Type type, Isa isa) {
         case T::Q6_K: return generic_kernel<T::Q6_K>(isa);
         case T::IQ4_NL: return generic_kernel<T::IQ4_NL>(isa);
         case T::IQ4_XS: return generic_kernel<T::IQ4_XS>(isa);
+        case T::IQ2_XXS: return generic_kernel<T::IQ2_XXS>(isa);
+        case T::IQ2_XS: return generic_kernel<T::IQ2_XS>(isa);
+        case T::IQ2_S: return generic_kernel<T::IQ2_S>(isa);
+        case T::IQ3_XXS: return generic_kernel<T::IQ3_XXS>(isa);
+        case T::IQ3_S: return generic_kernel<T::IQ3_S>(isa);
+        case T::IQ1_S: return generic_kernel<T::IQ1_S>(isa);
+        case T::IQ1_M: return generic_kernel<T::IQ1_M>(isa);
+        case T::TQ1_0: return generic_kernel<T::TQ1_0>(isa);
+        case T::TQ2_0: return generic_kernel<T::TQ2_0>(isa);
         default: return nullptr;
     }
 }

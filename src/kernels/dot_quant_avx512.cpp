@@ -1,4 +1,4 @@
-// AVX-512 fused dot kernels of the legacy, K and IQ4 formats: the AVX2 unpacking of
+// AVX-512 fused dot kernels of the legacy, K, IQ and ternary formats: the AVX2 unpacking of
 // quant_unpack.h (inlined; AVX-512 includes AVX2), then 16 weights per FMA. Only called when
 // CPUID reports AVX-512 F/BW/VL.
 // GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands by

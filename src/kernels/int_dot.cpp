@@ -1,5 +1,7 @@
 #include "kernels/int_dot.h"
 
+#include "kernels/int_dot_q8k.h"
+
 namespace k3::kernels {
 
 namespace {
@@ -49,8 +51,12 @@ const IntDotKernels* kernels_for(Isa isa) {
 
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
-    const IntDotEntry* entry = entry_of(weight);
-    return kernels && entry ? kernels->*entry->kernel : nullptr;
+    if (!kernels) return nullptr;
+    if (const IntDotEntry* entry = entry_of(weight)) return kernels->*entry->kernel;
+    // The 256-value formats: one entry each in quant_unpack.h's with_format.
+    if (kernels == &scalar_int_dot_kernels()) return scalar_q8k_int_dot(weight);
+    if (kernels == &avx2_int_dot_kernels()) return avx2_q8k_int_dot(weight);
+    return avx512_q8k_int_dot(weight);
 }
 
 IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, best_isa()); }
@@ -58,7 +64,10 @@ IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, bes
 IntDotRowsFn int_dot_rows_kernel(tensor::Type weight, Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
     const IntDotEntry* entry = entry_of(weight);
-    if (!kernels || !entry || !entry->rows || kernels == &scalar_int_dot_kernels()) return nullptr;
+    if (!kernels || kernels == &scalar_int_dot_kernels()) return nullptr;
+    if (!entry)  // the 256-value formats
+        return kernels == &avx512_int_dot_kernels() ? avx512_q8k_int_dot_rows(weight) : avx2_q8k_int_dot_rows(weight);
+    if (!entry->rows) return nullptr;
     const IntDotRowsKernels& rows =
         kernels == &avx512_int_dot_kernels() ? avx512_int_dot_rows_kernels() : avx2_int_dot_rows_kernels();
     return rows.*entry->rows;

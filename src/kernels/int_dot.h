@@ -12,12 +12,19 @@
 //     the order of an 8-lane horizontal sum.
 // Eight lanes because that is one AVX2 register of block sums; the AVX-512 kernels keep the same
 // eight so that the levels agree exactly and a fixture result does not depend on the CPU.
+// × Q8_K (the 256-value formats: K-quants, IQ1…IQ4_XS, TQ; int_dot_q8k.h), with the weight block
+// unpacked to int8 levels and per-sub-block f32 scale and offset (quant_unpack.h, x = scale·q + offset):
+//   * per block b and 16-value slot j, isum_bj = Σ w_level · a_level, exact in int32;
+//   * slot accumulators acc[j] = fma(scale_j · d_a, float(isum_bj), acc[j]) (scale_j that of the
+//     sub-block holding slot j; one f32 product), and for Q2_K, Q4_K, Q5_K (x = d·sc·q − dmin·m)
+//     off[j] = fma(offset_j · d_a, float(bsum_bj), off[j]);
+//   * the row's value = reduce16(acc) (+ reduce16(off)), reduce16(a) = reduce(a[j] + a[j+8]).
 // The kernels require activation levels in [-127, 127], which the quantisers give for finite rows.
 //
-// Adding a type: write its kernel per level (the K-quants and IQ types take Q8_K activations:
-// their isum is per 16 or 32 values, and their float combination is theirs to define and
-// document here), declare it below, and add one row to the table in int_dot.cpp (its multi-token kernel is optional). A type without
-// a row keeps f32 activations (kernels::matmul falls back to the DotRowFn path).
+// Adding a type: write its kernel per level, declare it below, and add one row to the table in
+// int_dot.cpp (its multi-token kernel is optional); a 256-value format instead gets every × Q8_K
+// kernel from its unpacker in quant_unpack.h. A type without a kernel keeps f32 activations
+// (kernels::matmul falls back to the DotRowFn path).
 #pragma once
 
 #include <cstdint>

@@ -8,10 +8,12 @@
 #include <string>
 
 #include "tensor/block_iq4.h"
+#include "tensor/block_iq_grid.h"
 #include "tensor/block_kquants.h"
 #include "tensor/block_legacy.h"
 #include "tensor/block_mxfp4.h"
 #include "tensor/block_q8_0.h"
+#include "tensor/block_ternary.h"
 #include "tensor/float_formats.h"
 #include "util/error.h"
 
@@ -34,23 +36,23 @@ constexpr TypeTraits kTypes[] = {
     {Type::Q5_K, "q5_K", 256, 176, dequantize_row_q5_k, quantize_row_q5_k},
     {Type::Q6_K, "q6_K", 256, 210, dequantize_row_q6_k, quantize_row_q6_k},
     {Type::Q8_K, "q8_K", 256, 292, nullptr, nullptr},
-    {Type::IQ2_XXS, "iq2_xxs", 256, 66, nullptr, nullptr},
-    {Type::IQ2_XS, "iq2_xs", 256, 74, nullptr, nullptr},
-    {Type::IQ3_XXS, "iq3_xxs", 256, 98, nullptr, nullptr},
-    {Type::IQ1_S, "iq1_s", 256, 50, nullptr, nullptr},
+    {Type::IQ2_XXS, "iq2_xxs", 256, 66, dequantize_row_iq2_xxs, nullptr},
+    {Type::IQ2_XS, "iq2_xs", 256, 74, dequantize_row_iq2_xs, nullptr},
+    {Type::IQ3_XXS, "iq3_xxs", 256, 98, dequantize_row_iq3_xxs, nullptr},
+    {Type::IQ1_S, "iq1_s", 256, 50, dequantize_row_iq1_s, nullptr},
     {Type::IQ4_NL, "iq4_nl", 32, 18, dequantize_row_iq4_nl, quantize_row_iq4_nl},
-    {Type::IQ3_S, "iq3_s", 256, 110, nullptr, nullptr},
-    {Type::IQ2_S, "iq2_s", 256, 82, nullptr, nullptr},
+    {Type::IQ3_S, "iq3_s", 256, 110, dequantize_row_iq3_s, nullptr},
+    {Type::IQ2_S, "iq2_s", 256, 82, dequantize_row_iq2_s, nullptr},
     {Type::IQ4_XS, "iq4_xs", 256, 136, dequantize_row_iq4_xs, quantize_row_iq4_xs},
     {Type::I8, "i8", 1, 1, dequantize_row_i8, nullptr},
     {Type::I16, "i16", 1, 2, dequantize_row_i16, nullptr},
     {Type::I32, "i32", 1, 4, dequantize_row_i32, nullptr},
     {Type::I64, "i64", 1, 8, dequantize_row_i64, nullptr},
     {Type::F64, "f64", 1, 8, dequantize_row_f64, nullptr},
-    {Type::IQ1_M, "iq1_m", 256, 56, nullptr, nullptr},
+    {Type::IQ1_M, "iq1_m", 256, 56, dequantize_row_iq1_m, nullptr},
     {Type::BF16, "bf16", 1, 2, dequantize_row_bf16, quantize_row_bf16},
-    {Type::TQ1_0, "tq1_0", 256, 54, nullptr, nullptr},
-    {Type::TQ2_0, "tq2_0", 256, 66, nullptr, nullptr},
+    {Type::TQ1_0, "tq1_0", 256, 54, dequantize_row_tq1_0, quantize_row_tq1_0},
+    {Type::TQ2_0, "tq2_0", 256, 66, dequantize_row_tq2_0, quantize_row_tq2_0},
     {Type::MXFP4, "mxfp4", kMxfp4BlockSize, kMxfp4BlockBytes, dequantize_row_mxfp4, quantize_row_mxfp4},
 };
 

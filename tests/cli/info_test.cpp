@@ -2,6 +2,7 @@
 // reports equal what fixtures/README.md, cases.json and hf/README.md state.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -111,6 +112,28 @@ TEST(Info, BitsPerWeightOfEachTypeInTheQ4KMMixture) {
     EXPECT_DOUBLE_EQ(types["q6_K"]["bits_per_weight"].get<double>(), 210.0 * 8 / 256);
     EXPECT_DOUBLE_EQ(types["q5_0"]["bits_per_weight"].get<double>(), 22.0 * 8 / 32);
     EXPECT_DOUBLE_EQ(types["f32"]["bits_per_weight"].get<double>(), 32.0);
+}
+
+// The low-bit types' bits per weight are ggml's (ggml-common.h's comments), from the block
+// geometry in fixtures/quants-imatrix/zoo_info.json: block_bytes × 8 / block_size.
+TEST(Info, BitsPerWeightOfTheLowBitTypes) {
+    const testing::CommandResult r = testing::run_k3({"info", testing::fixture("quants-imatrix/zoo.gguf"), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json types = json::parse(r.out)["types"];
+    const json zoo = json::parse(testing::read_text(testing::fixture("quants-imatrix/zoo_info.json")))["types"];
+    ASSERT_EQ(types.size(), zoo.size());
+    for (const auto& [name, expected] : zoo.items()) {
+        std::string ggml_name = name;  // the zoo names types in capitals, ggml in lower case but for "_K"
+        for (char& c : ggml_name) c = char(std::tolower(static_cast<unsigned char>(c)));
+        if (ggml_name.ends_with("_k")) ggml_name.back() = 'K';
+        ASSERT_TRUE(types.contains(ggml_name)) << ggml_name;
+        EXPECT_DOUBLE_EQ(types[ggml_name]["bits_per_weight"].get<double>(),
+                         expected["block_bytes"].get<double>() * 8 / expected["block_size"].get<double>())
+            << name;
+    }
+    EXPECT_DOUBLE_EQ(types["iq1_s"]["bits_per_weight"].get<double>(), 1.5625);
+    EXPECT_DOUBLE_EQ(types["iq2_xxs"]["bits_per_weight"].get<double>(), 2.0625);
+    EXPECT_DOUBLE_EQ(types["tq1_0"]["bits_per_weight"].get<double>(), 1.6875);
 }
 
 TEST(Info, MissingFileAndBadArgumentsFailCleanly) {

@@ -1,6 +1,8 @@
-// The SIMD row decoders of the legacy, K and IQ4 formats must give exactly the values llama.cpp
-// decodes (fixtures/quants/<TYPE>.dequant.f32) and exactly the scalar decoder's values on
-// arbitrary block bytes; their fused dot kernels must agree with the exact dot of those values.
+// The SIMD row decoders of the legacy, K, IQ and ternary formats must give exactly the values
+// llama.cpp decodes (<zoo>/<TYPE>.dequant.f32 for the zoo's bytes: fixtures/quants, and
+// fixtures/quants-imatrix for the types only an importance matrix makes) and exactly the scalar
+// decoder's values on arbitrary block bytes; their fused dot kernels must agree with the exact
+// dot of those values.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_file.h"
 #include "kernels/dequant.h"
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -21,7 +24,17 @@ namespace {
 
 constexpr int64_t kCols = 512, kRows = 64;
 
-const char* const kTypes[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+struct ZooType {
+    const char* zoo;   // fixture directory
+    const char* name;  // the type, and its tensor's name in <zoo>/zoo.gguf
+};
+const ZooType kTypes[] = {{"quants", "Q4_0"},          {"quants", "Q4_1"},          {"quants", "Q5_0"},
+                          {"quants", "Q5_1"},          {"quants", "Q2_K"},          {"quants", "Q3_K"},
+                          {"quants", "Q4_K"},          {"quants", "Q5_K"},          {"quants", "Q6_K"},
+                          {"quants", "IQ4_NL"},        {"quants", "IQ4_XS"},        {"quants-imatrix", "IQ1_S"},
+                          {"quants-imatrix", "IQ1_M"}, {"quants-imatrix", "IQ2_XXS"}, {"quants-imatrix", "IQ2_XS"},
+                          {"quants-imatrix", "IQ2_S"}, {"quants-imatrix", "IQ3_XXS"}, {"quants-imatrix", "IQ3_S"},
+                          {"quants-imatrix", "TQ1_0"}, {"quants-imatrix", "TQ2_0"}};
 
 std::vector<float> read_f32(const std::string& path) {
     const std::vector<uint8_t> bytes = testing::read_bytes(path);
@@ -36,34 +49,41 @@ uint32_t bits_of(float f) {
     return u;
 }
 
-class SimdDecode : public ::testing::TestWithParam<const char*> {
+class SimdDecode : public ::testing::TestWithParam<ZooType> {
 protected:
     void SetUp() override {
-        traits_ = tensor::find_type(GetParam());
+        traits_ = tensor::find_type(GetParam().name);
         ASSERT_NE(traits_, nullptr);
         for (Isa isa : {Isa::avx2, Isa::avx512})
             if (isa_supported(isa)) isas_.push_back(isa);
         if (isas_.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+        const std::string zoo = std::string(GetParam().zoo) + "/";
+        const auto file = gguf::GgufFile::open(testing::fixture(zoo + "zoo.gguf"));
+        const gguf::TensorInfo* info = file->find_tensor(GetParam().name);
+        ASSERT_NE(info, nullptr);
+        ASSERT_EQ(info->type, traits_->type);
+        ASSERT_EQ(info->n_bytes, tensor::row_bytes(*traits_, kCols) * kRows);
+        weights_.assign(info->data, info->data + info->n_bytes);
+        decoded_ = read_f32(testing::fixture(zoo + GetParam().name + ".dequant.f32"));
+        ASSERT_EQ(decoded_.size(), size_t(kCols * kRows));
     }
+    const uint8_t* zoo_row(int64_t r) const { return weights_.data() + r * tensor::row_bytes(*traits_, kCols); }
+
     const tensor::TypeTraits* traits_ = nullptr;
     std::vector<Isa> isas_;
+    std::vector<uint8_t> weights_;  // the zoo tensor, kRows rows of kCols
+    std::vector<float> decoded_;    // what llama.cpp decodes it to
 };
 
-// The zoo's bytes are what the (byte-exact) quantizer produces from source.f32.
 TEST_P(SimdDecode, MatchesLlamaCppValuesOnTheZoo) {
-    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
-    const std::vector<float> expected = read_f32(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
-    ASSERT_EQ(expected.size(), size_t(kCols * kRows));
-    std::vector<uint8_t> row(tensor::row_bytes(*traits_, kCols));
     std::vector<float> decoded(kCols);
     for (Isa isa : isas_) {
         const tensor::DequantizeRow decode = dequantize_row_kernel(traits_->type, isa);
         ASSERT_NE(decode, traits_->dequantize_row) << "no SIMD decoder for " << isa_name(isa);
         for (int64_t r = 0; r < kRows; ++r) {
-            traits_->quantize_row(source.data() + r * kCols, row.data(), kCols);
-            decode(row.data(), decoded.data(), kCols);
+            decode(zoo_row(r), decoded.data(), kCols);
             for (int64_t c = 0; c < kCols; ++c)
-                ASSERT_EQ(bits_of(decoded[c]), bits_of(expected[r * kCols + c]))
+                ASSERT_EQ(bits_of(decoded[c]), bits_of(decoded_[r * kCols + c]))
                     << isa_name(isa) << " row " << r << " col " << c;
         }
     }
@@ -94,26 +114,22 @@ TEST_P(SimdDecode, MatchesScalarOnRandomBlocks) {
 // accumulation, within n·FLT_EPSILON·Σ|w_i·x_i| for any summation order. And they accumulate as
 // the level's dot_f32 does, so they equal dot_f32 of the decoded row bit for bit.
 TEST_P(SimdDecode, FusedDotIsDotF32OfDecodedWeights) {
-    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
-    const std::vector<float> decoded = read_f32(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
     std::mt19937 rng(99);
     std::normal_distribution<float> normal;
     std::vector<float> x(kCols);
     for (float& v : x) v = normal(rng);
-    std::vector<uint8_t> row(tensor::row_bytes(*traits_, kCols));
     for (Isa isa : isas_) {
         const QuantDotFn dot = quant_dot_kernel(traits_->type, isa);
         ASSERT_NE(dot, nullptr) << isa_name(isa);
         const auto dot_f32 = (isa == Isa::avx2 ? avx2_dot_kernels() : avx512_dot_kernels()).dot_f32;
         for (int64_t r = 0; r < kRows; ++r) {
-            traits_->quantize_row(source.data() + r * kCols, row.data(), kCols);
-            const float* w = decoded.data() + r * kCols;
+            const float* w = decoded_.data() + r * kCols;
             double exact = 0, magnitude = 0;
             for (int64_t c = 0; c < kCols; ++c) {
                 exact += double(w[c]) * x[c];
                 magnitude += std::fabs(double(w[c]) * x[c]);
             }
-            const float got = dot(row.data(), x.data(), kCols);
+            const float got = dot(zoo_row(r), x.data(), kCols);
             EXPECT_NEAR(got, exact, double(kCols) * FLT_EPSILON * magnitude) << isa_name(isa) << " row " << r;
             EXPECT_EQ(bits_of(got), bits_of(dot_f32(w, x.data(), kCols))) << isa_name(isa) << " row " << r;
         }
@@ -124,12 +140,7 @@ TEST_P(SimdDecode, FusedDotIsDotF32OfDecodedWeights) {
 // micro-kernel of matmul_tile.h) against matmul_reference (scalar decode-then-sum; both within the bound above of the exact
 // value, so within twice it of each other).
 TEST_P(SimdDecode, MatmulAgreesWithScalarReference) {
-    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
-    const std::vector<float> decoded = read_f32(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
-    const size_t row_size = tensor::row_bytes(*traits_, kCols);
-    std::vector<uint8_t> weights(row_size * kRows);
-    for (int64_t r = 0; r < kRows; ++r) traits_->quantize_row(source.data() + r * kCols, weights.data() + r * row_size, kCols);
-    const MatrixView w{traits_, weights.data(), kCols, kRows, row_size};
+    const MatrixView w{traits_, weights_.data(), kCols, kRows, tensor::row_bytes(*traits_, kCols)};
     constexpr int64_t kTokens = 4;
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
@@ -142,7 +153,7 @@ TEST_P(SimdDecode, MatmulAgreesWithScalarReference) {
         matmul_reference(w, x.data(), kCols, n_tokens, want.data(), kRows);
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int64_t r = 0; r < kRows; ++r) {
-                const float* wr = decoded.data() + r * kCols;
+                const float* wr = decoded_.data() + r * kCols;
                 double magnitude = 0;
                 for (int64_t c = 0; c < kCols; ++c) magnitude += std::fabs(double(wr[c]) * x[t * kCols + c]);
                 EXPECT_NEAR(got[t * kRows + r], want[t * kRows + r], 2 * double(kCols) * FLT_EPSILON * magnitude)
@@ -152,12 +163,12 @@ TEST_P(SimdDecode, MatmulAgreesWithScalarReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CommunityTypes, SimdDecode, ::testing::ValuesIn(kTypes),
-                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+                         [](const ::testing::TestParamInfo<ZooType>& info) { return std::string(info.param.name); });
 
 TEST(DequantizeRowKernel, UnsupportedTypeHasNoDecoderOrDot) {
-    EXPECT_EQ(dequantize_row_kernel(tensor::Type::IQ2_XXS, Isa::scalar), nullptr);
-    EXPECT_EQ(dequantize_row_kernel(tensor::Type::IQ2_XXS), nullptr);
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) EXPECT_EQ(quant_dot_kernel(tensor::Type::IQ2_XXS, isa), nullptr);
+    EXPECT_EQ(dequantize_row_kernel(tensor::Type::Q8_1, Isa::scalar), nullptr);
+    EXPECT_EQ(dequantize_row_kernel(tensor::Type::Q8_1), nullptr);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) EXPECT_EQ(quant_dot_kernel(tensor::Type::Q8_1, isa), nullptr);
 }
 
 }  // namespace

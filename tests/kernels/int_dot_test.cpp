@@ -321,7 +321,7 @@ TEST(IntDotKernel, TypesWithoutIntegerKernelKeepF32Activations) {
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
         EXPECT_EQ(int_dot_kernel(tensor::Type::F32, isa), nullptr);
         EXPECT_EQ(int_dot_kernel(tensor::Type::BF16, isa), nullptr);
-        EXPECT_EQ(int_dot_kernel(tensor::Type::Q4_K, isa), nullptr);  // lowbit's slot
+        EXPECT_EQ(int_dot_kernel(tensor::Type::F16, isa), nullptr);
     }
 }
 

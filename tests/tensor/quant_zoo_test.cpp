@@ -1,6 +1,7 @@
 // The community quantization types against fixtures/quants (llama.cpp's own bytes and decoded
 // values for one 64 × 512 matrix): decoding must match bit for bit, and quantizing source.f32
-// must reproduce llama-quantize's bytes (no importance matrix).
+// must reproduce llama-quantize's bytes (no importance matrix). fixtures/quants-imatrix holds the
+// same matrix quantised with importance weights, in every low-bit type too: decoding must match.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -26,34 +27,23 @@ std::vector<uint32_t> read_u32_file(const std::string& path) {
     return words;
 }
 
-class QuantZoo : public ::testing::TestWithParam<const char*> {
-protected:
-    static void SetUpTestSuite() { zoo_ = gguf::GgufFile::open(testing::fixture("quants/zoo.gguf")).release(); }
-    static void TearDownTestSuite() {
-        delete zoo_;
-        zoo_ = nullptr;
-    }
+// The zoo tensor named `name` in `zoo`, checked to be of type t with ne = [512, 64].
+const gguf::TensorInfo& zoo_tensor(const gguf::GgufFile& zoo, const char* name, const TypeTraits& t) {
+    const gguf::TensorInfo* info = zoo.find_tensor(name);
+    EXPECT_NE(info, nullptr) << name;
+    EXPECT_EQ(info->type, t.type);
+    EXPECT_EQ(info->ne, (std::vector<int64_t>{kCols, kRows}));
+    EXPECT_EQ(info->n_bytes, row_bytes(t, kCols) * kRows);
+    return *info;
+}
 
-    // The zoo tensor named after the type, checked to be that type with ne = [512, 64].
-    const gguf::TensorInfo& zoo_tensor(const TypeTraits& t) {
-        const gguf::TensorInfo* info = zoo_->find_tensor(GetParam());
-        EXPECT_NE(info, nullptr);
-        EXPECT_EQ(info->type, t.type);
-        EXPECT_EQ(info->ne, (std::vector<int64_t>{kCols, kRows}));
-        EXPECT_EQ(info->n_bytes, row_bytes(t, kCols) * kRows);
-        return *info;
-    }
-
-    static gguf::GgufFile* zoo_;
-};
-gguf::GgufFile* QuantZoo::zoo_ = nullptr;
-
-TEST_P(QuantZoo, DecodesBitExactly) {
-    const TypeTraits* t = find_type(GetParam());
+// Every row of the zoo tensor named after the type decodes to <dir>/<TYPE>.dequant.f32, bit for bit.
+void expect_decodes_bit_exactly(const gguf::GgufFile& zoo, const std::string& dir, const char* type_name) {
+    const TypeTraits* t = find_type(type_name);
     ASSERT_NE(t, nullptr);
-    ASSERT_NE(t->dequantize_row, nullptr);
-    const gguf::TensorInfo& info = zoo_tensor(*t);
-    const std::vector<uint32_t> expected = read_u32_file(testing::fixture(std::string("quants/") + GetParam() + ".dequant.f32"));
+    ASSERT_NE(t->dequantize_row, nullptr) << type_name;
+    const gguf::TensorInfo& info = zoo_tensor(zoo, type_name, *t);
+    const std::vector<uint32_t> expected = read_u32_file(testing::fixture(dir + "/" + type_name + ".dequant.f32"));
     ASSERT_EQ(expected.size(), size_t(kCols * kRows));
 
     std::vector<float> row(kCols);
@@ -62,17 +52,32 @@ TEST_P(QuantZoo, DecodesBitExactly) {
         for (int64_t c = 0; c < kCols; ++c) {
             uint32_t got;
             std::memcpy(&got, &row[c], 4);
-            ASSERT_EQ(got, expected[r * kCols + c]) << GetParam() << " row " << r << " col " << c << ": got " << row[c];
+            ASSERT_EQ(got, expected[r * kCols + c]) << dir << " " << type_name << " row " << r << " col " << c
+                                                    << ": got " << row[c];
         }
     }
 }
 
-TEST_P(QuantZoo, QuantizesToLlamaCppBytes) {
-    const TypeTraits* t = find_type(GetParam());
+class QuantZoo : public ::testing::TestWithParam<const char*> {
+protected:
+    static void SetUpTestSuite() { zoo_ = gguf::GgufFile::open(testing::fixture("quants/zoo.gguf")).release(); }
+    static void TearDownTestSuite() {
+        delete zoo_;
+        zoo_ = nullptr;
+    }
+    static gguf::GgufFile* zoo_;
+};
+gguf::GgufFile* QuantZoo::zoo_ = nullptr;
+
+TEST_P(QuantZoo, DecodesBitExactly) { expect_decodes_bit_exactly(*zoo_, "quants", GetParam()); }
+
+// Quantizing every row of <dir>/source.f32 reproduces the zoo tensor's bytes.
+void expect_quantizes_to_zoo_bytes(const gguf::GgufFile& zoo, const std::string& dir, const char* type_name) {
+    const TypeTraits* t = find_type(type_name);
     ASSERT_NE(t, nullptr);
-    ASSERT_NE(t->quantize_row, nullptr);
-    const gguf::TensorInfo& info = zoo_tensor(*t);
-    const std::vector<uint8_t> source_bytes = testing::read_bytes(testing::fixture("quants/source.f32"));
+    ASSERT_NE(t->quantize_row, nullptr) << type_name;
+    const gguf::TensorInfo& info = zoo_tensor(zoo, type_name, *t);
+    const std::vector<uint8_t> source_bytes = testing::read_bytes(testing::fixture(dir + "/source.f32"));
     ASSERT_EQ(source_bytes.size(), size_t(kCols * kRows * 4));
     std::vector<float> source(kCols * kRows);
     std::memcpy(source.data(), source_bytes.data(), source_bytes.size());
@@ -83,13 +88,45 @@ TEST_P(QuantZoo, QuantizesToLlamaCppBytes) {
         t->quantize_row(source.data() + r * kCols, row.data(), kCols);
         const uint8_t* expected = info.data + r * bytes_per_row;
         for (size_t i = 0; i < bytes_per_row; ++i)
-            ASSERT_EQ(int(row[i]), int(expected[i])) << GetParam() << " row " << r << " block " << i / t->block_bytes
+            ASSERT_EQ(int(row[i]), int(expected[i])) << type_name << " row " << r << " block " << i / t->block_bytes
                                                      << " byte " << i % t->block_bytes;
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(CommunityTypes, QuantZoo, ::testing::ValuesIn(kCommunityTypes),
-                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+TEST_P(QuantZoo, QuantizesToLlamaCppBytes) { expect_quantizes_to_zoo_bytes(*zoo_, "quants", GetParam()); }
+
+std::string type_param_name(const ::testing::TestParamInfo<const char*>& info) { return info.param; }
+
+INSTANTIATE_TEST_SUITE_P(CommunityTypes, QuantZoo, ::testing::ValuesIn(kCommunityTypes), type_param_name);
+
+// Every type of fixtures/quants-imatrix: the low-bit IQ and ternary types, and the K-quants and
+// IQ4 types with the bytes an importance matrix gives them.
+const char* const kImatrixZooTypes[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS",
+                                        "IQ3_S", "TQ1_0", "TQ2_0", "IQ4_NL", "IQ4_XS", "Q2_K",
+                                        "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
+
+class QuantImatrixZoo : public ::testing::TestWithParam<const char*> {
+protected:
+    static void SetUpTestSuite() {
+        zoo_ = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf")).release();
+    }
+    static void TearDownTestSuite() {
+        delete zoo_;
+        zoo_ = nullptr;
+    }
+    static gguf::GgufFile* zoo_;
+};
+gguf::GgufFile* QuantImatrixZoo::zoo_ = nullptr;
+
+TEST_P(QuantImatrixZoo, DecodesBitExactly) { expect_decodes_bit_exactly(*zoo_, "quants-imatrix", GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, QuantImatrixZoo, ::testing::ValuesIn(kImatrixZooTypes), type_param_name);
+
+// ggml's ternary quantizers ignore the importance weights: the zoo's bytes are theirs without.
+TEST(QuantImatrixZooTernary, QuantizesToLlamaCppBytes) {
+    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
+    for (const char* type : {"TQ1_0", "TQ2_0"}) expect_quantizes_to_zoo_bytes(*zoo, "quants-imatrix", type);
+}
 
 }  // namespace
 }  // namespace k3::tensor

@@ -1,0 +1,49 @@
+// Scalar reference of the × Q8_K integer kernels (int_dot.h), and their dispatch.
+#include "kernels/int_dot_q8k.h"
+
+#include <cmath>
+
+#include "tensor/no_fp_contract.h"
+
+namespace k3::kernels {
+namespace {
+
+float reduce8(const float* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+float reduce16(const float* a) {
+    float folded[8];
+    for (int j = 0; j < 8; ++j) folded[j] = a[j] + a[j + 8];
+    return reduce8(folded);
+}
+
+template <typename Format>
+float int_dot_scalar(const void* weight_row, const void* act_row, int64_t n) {
+    const auto* w = static_cast<const typename Format::BlockType*>(weight_row);
+    const auto* a = static_cast<const ActBlockQ8_K*>(act_row);
+    float acc[kQ8KSlots] = {}, off[kQ8KSlots] = {};
+    unpack::Unpacked u;
+    float scale[kQ8KSlots], offset[kQ8KSlots];
+    for (int64_t b = 0; b < n / 256; ++b) {
+        Format::unpack(w[b], u);
+        slot_factors<Format>(u, scale, offset);
+        for (int j = 0; j < kQ8KSlots; ++j) {
+            int32_t isum = 0;
+            for (int i = 16 * j; i < 16 * j + 16; ++i) isum += int32_t(u.q[i]) * int32_t(a[b].qs[i]);
+            acc[j] = std::fma(scale[j] * a[b].d, float(isum), acc[j]);
+            if constexpr (Format::kOffset) off[j] = std::fma(offset[j] * a[b].d, float(a[b].bsums[j]), off[j]);
+        }
+    }
+    if constexpr (Format::kOffset) return reduce16(acc) + reduce16(off);
+    return reduce16(acc);
+}
+
+}  // namespace
+
+IntDotFn scalar_q8k_int_dot(tensor::Type weight) {
+    if (!isa_supported(Isa::avx2)) return nullptr;
+    return unpack::with_format<IntDotFn>(weight, nullptr, []<typename F>() -> IntDotFn {
+        if constexpr (F::kBlockSize == 256) return &int_dot_scalar<F>;
+        else return nullptr;  // the 32-value formats pair with Q8_0/Q8_1
+    });
+}
+
+}  // namespace k3::kernels

@@ -1,0 +1,186 @@
+// The × Q8_K integer kernels of the 256-value formats (int_dot.h): every SIMD level equals the
+// scalar reference bit for bit, on the zoo's rows (fixtures/quants-imatrix holds every such type)
+// and on random blocks, and the reference is the dot product of the decoded weights (the
+// fixture-checked decoders) with the decoded activations; the multi-token kernels and matmul's
+// native path give every token the reference's value.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kernels/activation_quant.h"
+#include "kernels/int_dot.h"
+#include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
+#include "support/test_support.h"
+#include "tensor/block_kquants.h"
+#include "tensor/quant_bytes.h"
+
+namespace k3::kernels {
+namespace {
+
+constexpr int64_t kCols = 512, kRows = 64;
+const char* const kQ8KTypes[] = {"Q2_K",   "Q3_K",    "Q4_K",   "Q5_K",    "Q6_K",  "IQ4_XS", "IQ1_S", "IQ1_M",
+                                 "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "TQ1_0",  "TQ2_0"};
+
+uint32_t bits_of(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+std::vector<float> random_row(int64_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng) * std::ldexp(1.0f, int(rng() % 16) - 8);
+    for (int64_t i = 0; i < 16; ++i) x[size_t(i)] = 0.0f;  // one all-zero slot
+    return x;
+}
+
+// |offset| of each value for the formats x = d·sc·q − dmin·m (0 elsewhere), from the block bytes.
+std::vector<double> offsets(tensor::Type type, const uint8_t* row, int64_t n) {
+    std::vector<double> out(static_cast<size_t>(n), 0.0);
+    for (int64_t b = 0; b < n / 256; ++b) {
+        for (int i = 0; i < 256; ++i) {
+            double m = 0;
+            if (type == tensor::Type::Q2_K) {
+                const auto& block = reinterpret_cast<const tensor::BlockQ2_K*>(row)[b];
+                m = double(tensor::load_f16(block.dmin)) * (block.scales[i / 16] >> 4);
+            } else if (type == tensor::Type::Q4_K || type == tensor::Type::Q5_K) {
+                const uint8_t* block = row + b * (type == tensor::Type::Q4_K ? 144 : 176);
+                m = double(tensor::load_f16(block + 2)) * tensor::unpack_scale_min_k4(block + 4, i / 32).min;
+            }
+            out[size_t(b * 256 + i)] = std::fabs(m);
+        }
+    }
+    return out;
+}
+
+class IntDotQ8K : public ::testing::TestWithParam<const char*> {
+protected:
+    void SetUp() override {
+        traits_ = tensor::find_type(GetParam());
+        ASSERT_NE(traits_, nullptr);
+        ASSERT_EQ(activation_format(traits_->type), ActivationFormat::q8_K);
+        reference_ = int_dot_kernel(traits_->type, Isa::scalar);
+        if (!reference_ && !isa_supported(Isa::avx2)) GTEST_SKIP() << "the unpacking needs AVX2";
+        ASSERT_NE(reference_, nullptr);
+        for (Isa isa : {Isa::avx2, Isa::avx512})
+            if (isa_supported(isa)) levels_.push_back(isa);
+    }
+
+    // The reference at one row, against every SIMD level bit for bit (NaN against NaN), and where
+    // `against_exact`, against the dot (in double) of the decoded weights with the decoded
+    // activations: a few ulps of Σ|w·a| per step (the decoded w rounds scale·q + offset twice, so
+    // the offset formats also get the ulps of Σ|offset·a|).
+    void check_row(const uint8_t* weights, const float* x, int64_t n, bool against_exact, const std::string& where) {
+        std::vector<ActBlockQ8_K> act(size_t(n / 256));
+        activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(x, act.data(), n);
+        const float want = reference_(weights, act.data(), n);
+        for (Isa isa : levels_) {
+            const float got = int_dot_kernel(traits_->type, isa)(weights, act.data(), n);
+            if (std::isnan(want) && std::isnan(got)) continue;
+            ASSERT_EQ(bits_of(got), bits_of(want)) << isa_name(isa) << " " << where << ": " << got << " vs " << want;
+        }
+        if (!against_exact) return;
+        std::vector<float> w(static_cast<size_t>(n));
+        traits_->dequantize_row(weights, w.data(), n);
+        const std::vector<double> m = offsets(traits_->type, weights, n);
+        double exact = 0, magnitude = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const double a = double(act[size_t(i / 256)].d) * act[size_t(i / 256)].qs[i % 256];
+            exact += double(w[size_t(i)]) * a;
+            magnitude += (std::fabs(double(w[size_t(i)])) + 2 * m[size_t(i)]) * std::fabs(a);
+        }
+        EXPECT_NEAR(want, exact, 32 * FLT_EPSILON * magnitude) << where;
+    }
+
+    const tensor::TypeTraits* traits_ = nullptr;
+    IntDotFn reference_ = nullptr;
+    std::vector<Isa> levels_;
+};
+
+// Against the exact dot on the plain N(0,1) rows 0-31 (the others push scales out of f16's
+// normal range, where the f16 roundings are the result, not a small error).
+TEST_P(IntDotQ8K, EqualsScalarReferenceOnTheZoo) {
+    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
+    const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
+    ASSERT_NE(info, nullptr);
+    ASSERT_EQ(info->type, traits_->type);
+    const size_t row_size = tensor::row_bytes(*traits_, kCols);
+    ASSERT_EQ(info->n_bytes, row_size * kRows);
+    const std::vector<uint8_t> bytes = testing::read_bytes(testing::fixture("quants-imatrix/source.f32"));
+    std::vector<float> source(size_t(kCols * kRows));
+    ASSERT_EQ(bytes.size(), source.size() * 4);
+    std::memcpy(source.data(), bytes.data(), bytes.size());
+    const std::vector<float> random = random_row(kCols, 11);
+    for (int64_t r = 0; r < kRows; ++r) {
+        const std::string where = "zoo row " + std::to_string(r);
+        check_row(info->data + r * row_size, source.data() + ((r + 1) % kRows) * kCols, kCols, r + 1 < 32, where);
+        check_row(info->data + r * row_size, random.data(), kCols, r < 32, where + ", random activations");
+    }
+}
+
+// Random block bytes reach every level, sign, grid point and scale byte (infinite and NaN f16
+// scales included).
+TEST_P(IntDotQ8K, EqualsScalarReferenceOnRandomBlocks) {
+    std::mt19937 rng(77);
+    for (int64_t n : {int64_t(256), int64_t(256 * 7)}) {
+        std::vector<uint8_t> weights(tensor::row_bytes(*traits_, n));
+        const std::vector<float> x = random_row(n, uint32_t(n));
+        for (int trial = 0; trial < 30; ++trial) {
+            for (uint8_t& b : weights) b = uint8_t(rng());
+            check_row(weights.data(), x.data(), n, false, "n " + std::to_string(n) + " trial " + std::to_string(trial));
+        }
+    }
+}
+
+// Rows of 2 zoo rows (1024 values), several tokens: each token gets exactly the reference's value.
+TEST_P(IntDotQ8K, MultiTokenKernelsAndMatmulEqualTheReference) {
+    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
+    const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
+    ASSERT_NE(info, nullptr);
+    const int64_t n = 2 * kCols, rows = kRows / 2, tokens = 9;
+    const size_t w_bytes = tensor::row_bytes(*traits_, n);
+    const size_t act_bytes = activation_row_bytes(ActivationFormat::q8_K, n);
+    std::vector<float> x;
+    for (int64_t t = 0; t < tokens; ++t) {
+        const std::vector<float> xt = random_row(n, uint32_t(100 + t));
+        x.insert(x.end(), xt.begin(), xt.end());
+    }
+    std::vector<uint8_t> act(act_bytes * tokens);
+    for (int64_t t = 0; t < tokens; ++t)
+        activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(x.data() + t * n, act.data() + t * act_bytes, n);
+    const auto want = [&](int64_t r, int64_t t) { return reference_(info->data + r * w_bytes, act.data() + t * act_bytes, n); };
+    for (Isa isa : levels_) {
+        const IntDotRowsFn dot_rows = int_dot_rows_kernel(traits_->type, isa);
+        ASSERT_NE(dot_rows, nullptr) << isa_name(isa);
+        for (int64_t count = 1; count <= tokens; ++count) {
+            std::vector<float> y(size_t(count) * 3, -1.0f);
+            dot_rows(info->data, act.data(), act_bytes, count, n, y.data(), 3);
+            for (int64_t t = 0; t < count; ++t)
+                ASSERT_EQ(bits_of(y[size_t(t) * 3]), bits_of(want(0, t))) << isa_name(isa) << " " << count << " tokens, token " << t;
+        }
+    }
+    const MatrixView w{traits_, info->data, n, rows, w_bytes};
+    ThreadPool pool(2);
+    for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
+        std::vector<float> y(size_t(count * rows));
+        matmul(pool, w, x.data(), n, count, y.data(), rows, Numerics::native);
+        for (int64_t t = 0; t < count; ++t)
+            for (int64_t r = 0; r < rows; ++r)
+                ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(want(r, t))) << count << " tokens, token " << t << " row " << r;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, IntDotQ8K, ::testing::ValuesIn(kQ8KTypes),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace k3::kernels
