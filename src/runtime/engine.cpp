@@ -113,10 +113,11 @@ void Engine::decode(std::span<SequenceInput> inputs) const {
             if (requests[i].state == requests[j].state) throw Error("decode: a session appears twice in one batch");
     std::lock_guard lock(impl_->forward_mutex);
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
+    for (SequenceInput& input : inputs)
+        input.session->state_.tokens.insert(input.session->state_.tokens.end(), input.tokens.begin(), input.tokens.end());
 }
 
-Session::Session(const Engine& engine)
-    : engine_(engine), state_(std::make_unique<model::SequenceState>(engine.impl_->model->new_state())) {}
+Session::Session(const Engine& engine) : engine_(engine) { reset(); }
 
 Session::~Session() = default;
 
@@ -126,15 +127,47 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, bool all_logit
     return std::move(input.logits);
 }
 
-int64_t Session::position() const { return state_->position; }
+int64_t Session::position() const { return state_.sequence.position; }
 
-void Session::reset() { *state_ = engine_.impl_->model->new_state(); }
+void Session::reset() {
+    state_ = {engine_.impl_->model->new_state(), {}};
+    checkpoints_.clear();
+}
 
-SessionSnapshot Session::snapshot() const { return std::make_shared<const model::SequenceState>(*state_); }
+SessionSnapshot Session::snapshot() const { return std::make_shared<const SessionState>(state_); }
 
 void Session::restore(const SessionSnapshot& snapshot) {
-    if (!snapshot || snapshot->model != state_->model) throw Error("restore: the snapshot is from another model");
-    *state_ = *snapshot;
+    if (!snapshot || snapshot->sequence.model != state_.sequence.model)
+        throw Error("restore: the snapshot is from another model");
+    state_ = *snapshot;
+    checkpoints_.clear();
+}
+
+void Session::checkpoint() {
+    if (!checkpoints_.empty() && checkpoints_.back()->sequence.position == position()) return;
+    checkpoints_.push_back(snapshot());
+}
+
+int64_t Session::checkpoint_at_or_before(int64_t position) const {
+    for (auto it = checkpoints_.rbegin(); it != checkpoints_.rend(); ++it)
+        if ((*it)->sequence.position <= position) return (*it)->sequence.position;
+    return 0;
+}
+
+void Session::truncate(int64_t position) {
+    if (position < 0 || position > this->position())
+        throw Error("truncate: position " + std::to_string(position) + " is outside the session's " +
+                    std::to_string(this->position()) + " tokens");
+    if (position == this->position()) return;
+    std::erase_if(checkpoints_, [&](const SessionSnapshot& c) { return c->sequence.position > position; });
+    const std::vector<int32_t> gap(state_.tokens.begin() + checkpoint_at_or_before(position),
+                                   state_.tokens.begin() + position);
+    if (checkpoints_.empty()) {
+        state_ = {engine_.impl_->model->new_state(), {}};
+    } else {
+        state_ = *checkpoints_.back();
+    }
+    if (!gap.empty()) eval(gap);
 }
 
 }  // namespace k3::runtime
