@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "runtime/memory_budget.h"
 #include "runtime/session.h"
+#include "runtime/session_file.h"
 #include "util/byte_size.h"
 #include "util/error.h"
 
@@ -21,6 +22,7 @@ struct Engine::Impl {
     std::unique_ptr<ExpertCache> expert_cache;  // under a budget smaller than the model
     std::string expert_stats_path;
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
+    uint64_t identity = 0;     // model_identity(file)
 
     void set_up_residency(const ResidencyOptions& options);
 };
@@ -78,6 +80,7 @@ Engine::~Engine() {
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     engine->impl_->model = model::Model::load(path);
+    engine->impl_->identity = model_identity(engine->impl_->model->file());
     engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
     engine->impl_->forward_options.kda_mode = options.kda_mode;
     engine->impl_->forward_options.dump = options.dump;
@@ -98,6 +101,9 @@ std::optional<ExpertCacheCounters> Engine::expert_cache_counters() const {
 }
 
 std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<Session>(*this); }
+
+model::SequenceState Engine::empty_state() const { return impl_->model->new_state(); }
+uint64_t Engine::identity() const { return impl_->identity; }
 
 void Engine::decode(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;
@@ -130,7 +136,7 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, bool all_logit
 int64_t Session::position() const { return state_.sequence.position; }
 
 void Session::reset() {
-    state_ = {engine_.impl_->model->new_state(), {}};
+    state_ = {engine_.empty_state(), {}};
     checkpoints_.clear();
 }
 
@@ -163,7 +169,7 @@ void Session::truncate(int64_t position) {
     const std::vector<int32_t> gap(state_.tokens.begin() + checkpoint_at_or_before(position),
                                    state_.tokens.begin() + position);
     if (checkpoints_.empty()) {
-        state_ = {engine_.impl_->model->new_state(), {}};
+        state_ = {engine_.empty_state(), {}};
     } else {
         state_ = *checkpoints_.back();
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/context.h"  // KdaMode, DumpFn
+#include "model/state.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
 
 namespace k3::gguf { class GgufFile; }
@@ -63,6 +64,8 @@ public:
     std::optional<ExpertCacheCounters> expert_cache_counters() const;
 
     std::unique_ptr<Session> new_session() const;
+    model::SequenceState empty_state() const;  // a sequence that has consumed nothing
+    uint64_t identity() const;                 // model_identity() of the file (session_file.h)
 
     // One forward pass over every input (each session at most once). Advances each session by
     // its tokens and fills each input's logits. Calls from several threads are serialized.

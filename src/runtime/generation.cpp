@@ -21,41 +21,41 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-CachedSession::CachedSession(const Engine& engine) : session_(engine.new_session()) {}
+CachedSession::CachedSession(const Engine& engine, PrefixCache* cache)
+    : session_(engine.new_session()),
+      own_cache_(cache ? nullptr : std::make_unique<PrefixCache>(engine, PrefixCacheOptions{})),
+      cache_(cache ? cache : own_cache_.get()) {}
 
-std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64_t* reused) {
+CachedSession::~CachedSession() = default;
+
+std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64_t* reused,
+                                          std::span<const int64_t> boundaries) {
     if (prompt.empty()) throw Error("the prompt has no tokens");
     // At least the prompt's last token must be fed: its logits pick the first new token.
-    if (consumed_.size() < prompt.size() && starts_with(prompt, consumed_)) {
-        // The session is already where the prompt begins.
-    } else if (prompt_snapshot_ && prompt_snapshot_tokens_.size() < prompt.size() &&
-               starts_with(prompt, prompt_snapshot_tokens_)) {
-        session_->restore(prompt_snapshot_);
-        consumed_ = prompt_snapshot_tokens_;
-    } else {
+    const std::vector<int32_t>& consumed = session_->tokens();
+    const bool extends = consumed.size() < prompt.size() && starts_with(prompt, consumed);
+    const SessionSnapshot cached = cache_->lookup(prompt);
+    if (cached && (!extends || cached->tokens.size() > consumed.size())) {
+        session_->restore(cached);
+    } else if (!extends) {
         session_->reset();
-        consumed_.clear();
     }
-    if (reused) *reused = int64_t(consumed_.size());
-    std::vector<float> logits = session_->eval(prompt.subspan(consumed_.size()));
-    consumed_.assign(prompt.begin(), prompt.end());
-    prompt_snapshot_ = session_->snapshot();
-    prompt_snapshot_tokens_ = consumed_;
-    return logits;
+    const int64_t start = session_->position();
+    if (reused) *reused = start;
+    for (int64_t stop : cache_->checkpoint_positions(start, int64_t(prompt.size()), boundaries)) {
+        session_->eval(prompt.subspan(size_t(session_->position()), size_t(stop - session_->position())));
+        cache_->insert(session_->snapshot());
+    }
+    return session_->eval(prompt.subspan(size_t(session_->position())));
 }
 
-std::vector<float> CachedSession::feed(int32_t token) {
-    std::vector<float> logits = session_->eval(std::span(&token, 1));
-    consumed_.push_back(token);
-    return logits;
+std::vector<float> CachedSession::feed(int32_t token) { return session_->eval(std::span(&token, 1)); }
+
+void CachedSession::remember() {
+    if (session_->position() > 0) cache_->insert(session_->snapshot());
 }
 
-void CachedSession::reset() {
-    session_->reset();
-    consumed_.clear();
-    prompt_snapshot_.reset();
-    prompt_snapshot_tokens_.clear();
-}
+void CachedSession::reset() { session_->reset(); }
 
 std::string_view finish_reason_name(FinishReason reason) {
     switch (reason) {
@@ -76,7 +76,8 @@ double GenerationStats::generated_tokens_per_second() const {
 }
 
 GenerationResult generate(CachedSession& session, std::span<const int32_t> prompt,
-                          const GenerationParams& params, const TokenCallback& on_token) {
+                          const GenerationParams& params, const TokenCallback& on_token,
+                          std::span<const int64_t> boundaries) {
     const int64_t n_ctx = params.n_ctx > 0 ? params.n_ctx : session.session().engine().n_ctx_train();
     if (int64_t(prompt.size()) >= n_ctx)
         throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; the context holds " +
@@ -85,7 +86,7 @@ GenerationResult generate(CachedSession& session, std::span<const int32_t> promp
     GenerationResult result;
     GenerationStats& stats = result.stats;
     const auto prefill_start = std::chrono::steady_clock::now();
-    std::vector<float> logits = session.prefill(prompt, &stats.reused_tokens);
+    std::vector<float> logits = session.prefill(prompt, &stats.reused_tokens, boundaries);
     stats.prompt_seconds = seconds_since(prefill_start);
     stats.prompt_tokens = int64_t(prompt.size()) - stats.reused_tokens;
 
@@ -118,6 +119,7 @@ GenerationResult generate(CachedSession& session, std::span<const int32_t> promp
     }
     stats.generated_tokens = int64_t(result.tokens.size());
     stats.generation_seconds = seconds_since(generation_start);
+    session.remember();
     return result;
 }
 

@@ -1,6 +1,6 @@
 // runtime::generate and runtime::CachedSession on tiny-k3: greedy generation equals llama.cpp's
-// continuation; a prompt that extends the cached one, or the last prompt's snapshot, or
-// neither, leads to the reference logits; stop ids, the caller and the context end generation.
+// continuation; a prompt that extends the cached one, or a cached checkpoint, or neither,
+// leads to the reference logits; stop ids, the caller and the context end generation.
 // (Here rather than in tests/runtime to share fixture_cases.h.)
 #include <gtest/gtest.h>
 
@@ -85,11 +85,12 @@ TEST_F(Generation, PrefillReusesExtendedStateSnapshotOrStartsOver) {
     expect_reference_row(medium, session.prefill(head(medium, n + 10), &reused), n + 10);
     EXPECT_EQ(reused, int64_t(n));
 
-    // Diverges after the last prompt: back to its snapshot, then the new tokens.
+    // Diverges after the last prompt: back to the checkpoint stored at its last KDA chunk
+    // boundary before its end (48 of 50 tokens), then the new tokens.
     session.feed(7);
     session.feed(8);
     expect_reference_row(medium, session.prefill(head(medium, n + 14), &reused), n + 14);
-    EXPECT_EQ(reused, int64_t(n + 10));
+    EXPECT_EQ(reused, 48);
 
     // Neither: start over.
     expect_reference_row(shorter, session.prefill(shorter.prompt, &reused), shorter.prompt.size());
