@@ -11,10 +11,6 @@ namespace k3::runtime {
 
 namespace {
 
-bool starts_with(std::span<const int32_t> sequence, std::span<const int32_t> prefix) {
-    return prefix.size() <= sequence.size() && std::equal(prefix.begin(), prefix.end(), sequence.begin());
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -31,15 +27,11 @@ CachedSession::~CachedSession() = default;
 std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64_t* reused,
                                           std::span<const int64_t> boundaries) {
     if (prompt.empty()) throw Error("the prompt has no tokens");
-    // At least the prompt's last token must be fed: its logits pick the first new token.
-    const std::vector<int32_t>& consumed = session_->tokens();
-    const bool extends = consumed.size() < prompt.size() && starts_with(prompt, consumed);
-    const SessionSnapshot cached = cache_->lookup(prompt);
-    if (cached && (!extends || cached->tokens.size() > consumed.size())) {
-        session_->restore(cached);
-    } else if (!extends) {
-        session_->reset();
-    }
+    // Only states a prefill stored at KDA chunk boundaries are resumed from, never the session's
+    // own state after sampled tokens: those went through the recurrent form one by one, the cold
+    // prompt goes through the chunked form, and the two round differently.
+    if (const SessionSnapshot cached = cache_->lookup(prompt)) session_->restore(cached);
+    else session_->reset();
     const int64_t start = session_->position();
     if (reused) *reused = start;
     for (int64_t stop : cache_->checkpoint_positions(start, int64_t(prompt.size()), boundaries)) {
@@ -50,10 +42,6 @@ std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64
 }
 
 std::vector<float> CachedSession::feed(int32_t token) { return session_->eval(std::span(&token, 1)); }
-
-void CachedSession::remember() {
-    if (session_->position() > 0) cache_->insert(session_->snapshot());
-}
 
 void CachedSession::reset() { session_->reset(); }
 
@@ -119,7 +107,6 @@ GenerationResult generate(CachedSession& session, std::span<const int32_t> promp
     }
     stats.generated_tokens = int64_t(result.tokens.size());
     stats.generation_seconds = seconds_since(generation_start);
-    session.remember();
     return result;
 }
 

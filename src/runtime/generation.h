@@ -26,17 +26,17 @@ namespace k3::runtime {
 
 class Engine;
 
-// A session that resumes each prompt from the longest prefix it already computed: its own state
-// when the prompt extends it, else the prefix cache's longest match (prefix_cache.h). A prefill
-// pauses at the cache's checkpoint positions to store states there, so a chat's next turn, an
-// edited last message or another conversation with the same system prompt starts from one.
+// A session that resumes each prompt from the longest prefix the prompt cache holds
+// (prefix_cache.h). A prefill pauses at the cache's checkpoint positions to store states there,
+// so a chat's next turn, an edited last message or another conversation with the same system
+// prompt starts from one, and computes what the cold prompt would (the same KDA chunks).
 class CachedSession {
 public:
     // cache: shared with others (e.g. the server's slots); null: a private one with default options.
     explicit CachedSession(const Engine& engine, PrefixCache* cache = nullptr);
     ~CachedSession();
 
-    // Feeds what `prompt` adds to the reused state and returns the logits after its last token;
+    // Feeds what `prompt` adds to the longest cached prefix and returns the logits after its last token;
     // *reused (optional) receives how many prompt tokens were not fed again. `boundaries`: token
     // positions where a chat's messages end, stored as checkpoints. Throws k3::Error for an
     // empty prompt.
@@ -44,11 +44,9 @@ public:
                                std::span<const int64_t> boundaries = {});
     // Feeds one more token (a sampled one) and returns the logits after it.
     std::vector<float> feed(int32_t token);
-    // Stores the current state in the cache (e.g. at the end of an answer).
-    void remember();
 
     const std::vector<int32_t>& consumed() const { return session_->tokens(); }
-    void reset();  // forget the session's state (the next prefill starts from the cache or empty)
+    void reset();  // forget the session's state (the cache keeps its states)
     Session& session() { return *session_; }
     PrefixCache& cache() { return *cache_; }
 
@@ -92,8 +90,7 @@ struct GenerationResult {
 // Sees each sampled id (stop ids too) before it is fed; returning false ends generation there.
 using TokenCallback = std::function<bool(int32_t token)>;
 
-// Ends by storing the state after the answer in the session's cache. `boundaries` as for
-// CachedSession::prefill. Throws k3::Error for an empty prompt or one that does not fit in the context.
+// `boundaries` as for CachedSession::prefill. Throws k3::Error for an empty prompt or one that does not fit in the context.
 GenerationResult generate(CachedSession& session, std::span<const int32_t> prompt,
                           const GenerationParams& params, const TokenCallback& on_token,
                           std::span<const int64_t> boundaries = {});

@@ -125,11 +125,16 @@ PrefixCache::Node* PrefixCache::node_for(std::span<const int32_t> tokens) {
     return node;
 }
 
+// Marks the node and every state on its path as used, the shorter prefixes as the more recent:
+// a prefix is evicted only after every state that extends it (leaves first, as in SGLang).
 void PrefixCache::touch(Node& node) {
-    if (node.in_lru) lru_.erase(node.lru);
-    lru_.push_front(&node);
-    node.lru = lru_.begin();
-    node.in_lru = true;
+    for (Node* n = &node; n != root_.get(); n = n->parent) {
+        if (!n->state) continue;
+        if (n->in_lru) lru_.erase(n->lru);
+        lru_.push_front(n);
+        n->lru = lru_.begin();
+        n->in_lru = true;
+    }
 }
 
 void PrefixCache::drop_state(Node& node) {

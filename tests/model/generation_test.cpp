@@ -71,7 +71,7 @@ TEST_F(Generation, GreedyEqualsReferenceContinuationForEveryCase) {
     }
 }
 
-TEST_F(Generation, PrefillReusesExtendedStateSnapshotOrStartsOver) {
+TEST_F(Generation, PrefillResumesFromTheLongestCachedCheckpointOrStartsOver) {
     const FixtureCase& medium = fixture_->cases[1];
     const FixtureCase& shorter = fixture_->cases[0];
     const size_t n = medium.prompt.size();
@@ -81,12 +81,12 @@ TEST_F(Generation, PrefillReusesExtendedStateSnapshotOrStartsOver) {
     expect_reference_row(medium, session.prefill(head(medium, n), &reused), n);
     EXPECT_EQ(reused, 0);
 
-    // Extends what was consumed: only the new tokens are fed.
+    // Extends what was consumed: resumes from the checkpoint stored at the last KDA chunk
+    // boundary before the previous prompt's end (32 of 40 tokens).
     expect_reference_row(medium, session.prefill(head(medium, n + 10), &reused), n + 10);
-    EXPECT_EQ(reused, int64_t(n));
+    EXPECT_EQ(reused, 32);
 
-    // Diverges after the last prompt: back to the checkpoint stored at its last KDA chunk
-    // boundary before its end (48 of 50 tokens), then the new tokens.
+    // Diverges after the last prompt: back to its last checkpoint (48 of 50 tokens).
     session.feed(7);
     session.feed(8);
     expect_reference_row(medium, session.prefill(head(medium, n + 14), &reused), n + 14);
