@@ -32,7 +32,7 @@ class Engine;
 struct PrefixCacheOptions {
     uint64_t ram_bytes = uint64_t(8) << 30;  // memory for cached states (--cache-ram); llama-server's default
     int64_t checkpoint_every = 256;          // tokens between checkpoints (--cache-checkpoint-every)
-    std::string dir;                         // disk tier (--cache-dir); empty: none
+    std::string dir = {};                    // disk tier (--cache-dir); empty: none
 };
 
 struct PrefixCacheStats {

@@ -81,13 +81,13 @@ ModelFixture* PrefixCacheTest::fixture_ = nullptr;
 Engine* PrefixCacheTest::engine_ = nullptr;
 
 TEST_F(PrefixCacheTest, CheckpointPositionsAreChunkAlignedAndInsideThePrompt) {
-    PrefixCache cache(*engine_, {.checkpoint_every = 32, .dir = {}});
+    PrefixCache cache(*engine_, {.checkpoint_every = 32});
     const std::vector<int64_t> boundaries = {5, 40, 70};
     EXPECT_EQ(cache.checkpoint_positions(0, 100, boundaries), (std::vector<int64_t>{32, 64, 96}));
     EXPECT_EQ(cache.checkpoint_positions(40, 75, boundaries), (std::vector<int64_t>{64}));
     EXPECT_EQ(cache.checkpoint_positions(0, 10, {}), std::vector<int64_t>{});
-    EXPECT_THROW(PrefixCache(*engine_, {.checkpoint_every = 20, .dir = {}}), Error);
-    EXPECT_THROW(PrefixCache(*engine_, {.checkpoint_every = 0, .dir = {}}), Error);
+    EXPECT_THROW(PrefixCache(*engine_, {.checkpoint_every = 20}), Error);
+    EXPECT_THROW(PrefixCache(*engine_, {.checkpoint_every = 0}), Error);
 }
 
 TEST_F(PrefixCacheTest, ExactRepeatExtendedTurnAndEditedMessageMatchCold) {
@@ -130,7 +130,7 @@ TEST_F(PrefixCacheTest, EvictionKeepsTheBudgetAndResultsExact) {
     CachedSession probe(*engine_);
     probe.prefill(system());
     const uint64_t budget = 3 * probe.session().snapshot()->sequence.bytes();
-    PrefixCache cache(*engine_, {.ram_bytes = budget, .checkpoint_every = 32, .dir = {}});
+    PrefixCache cache(*engine_, {.ram_bytes = budget, .checkpoint_every = 32});
     for (size_t round = 0; round < 2; ++round)
         for (size_t i = 0; i < 3; ++i) {
             CachedSession session(*engine_, &cache);
