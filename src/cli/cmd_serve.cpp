@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/prompt_cache_options.h"
 #include "cli/residency_options.h"
 #include "server/serve.h"
 
@@ -36,7 +37,13 @@ int run_serve(int argc, char** argv) {
     app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")
         ->check(CLI::PositiveNumber);
     add_residency_options(app, options.residency);
+    add_prompt_cache_options(app, options.cache);
+    app.add_option("--slot-save-path", options.slot_save_path,
+                   "folder for POST /slots/ID?action=save|restore (default: slot files off)")
+        ->type_name("DIR")
+        ->check(CLI::ExistingDirectory);
     CLI11_PARSE(app, argc, argv);
+    count_prompt_cache(options.cache, options.residency);
     return server::serve(options);
 }
 

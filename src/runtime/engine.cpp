@@ -47,7 +47,8 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    const uint64_t file_bytes = model_file_bytes(model->file()), working = estimate_working_bytes(hp);
+    const uint64_t file_bytes = model_file_bytes(model->file());
+    const uint64_t working = estimate_working_bytes(hp) + options.prompt_cache_bytes;
     if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
 
     const BudgetSplit split =

@@ -25,6 +25,7 @@ struct ResidencyOptions {
     std::optional<uint64_t> mem_budget;  // bytes; unset: from the memory limit (memory_budget.h); 0: none
     std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
     std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
+    uint64_t prompt_cache_bytes = 0;     // the prompt cache's budget (--cache-ram), left free like working memory
 };
 
 struct EngineOptions {

@@ -25,6 +25,7 @@ namespace k3::server {
 struct ApiOptions {
     std::string model_name;  // answered as "model" and listed by /v1/models
     std::string api_key;     // empty: no authentication
+    std::string slot_save_path;  // folder for POST /slots/ID?action=save|restore; empty: off
 };
 
 class Api {
@@ -44,6 +45,9 @@ private:
     HttpResponse tokenize(const HttpRequest& request) const;
     HttpResponse detokenize(const HttpRequest& request) const;
     HttpResponse models() const;
+    HttpResponse slots() const;
+    HttpResponse slot_action(const HttpRequest& request);
+    std::vector<int64_t> message_boundaries(const ChatInput& input, const std::vector<int32_t>& prompt) const;
     HttpResponse metrics() const;
     bool authorized(const HttpRequest& request) const;
     void count(const std::string& path, int status);

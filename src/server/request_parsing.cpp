@@ -122,6 +122,7 @@ GenerationParams parse_generation_params(const Json& body, Endpoint endpoint) {
     }
     params.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
     params.stream = bool_field(body, "stream").value_or(false);
+    params.cache_prompt = bool_field(body, "cache_prompt").value_or(true);
     if (const Json* options = member(body, "stream_options")) {
         if (!options->is_object()) wrong_type("stream_options", "an object");
         params.include_usage = bool_field(*options, "include_usage").value_or(false);

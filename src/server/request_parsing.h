@@ -35,6 +35,7 @@ struct GenerationParams {
     bool ignore_eos = false;            // llama.cpp's: generate past end-of-generation tokens
     bool stream = false;
     bool include_usage = false;         // stream_options.include_usage
+    bool cache_prompt = true;           // llama.cpp's: resume from the prompt cache
 };
 
 // A prompt given as text, as token ids, or as a mix (llama.cpp's /completion).

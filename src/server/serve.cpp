@@ -23,11 +23,12 @@ int serve(const ServeOptions& options) {
     scheduler_options.ctx_size = options.ctx_size;
     scheduler_options.queue_capacity = options.queue_size;
     scheduler_options.prefill_chunk = options.prefill_chunk;
+    scheduler_options.cache = options.cache;
     // Joined explicitly before the HTTP server goes: its thread may still answer into channels
     // whose notifiers post to the server's I/O context.
     std::optional<runtime::Scheduler> scheduler(std::in_place, *engine, scheduler_options);
 
-    ApiOptions api_options{options.model_name, options.api_key};
+    ApiOptions api_options{options.model_name, options.api_key, options.slot_save_path};
     if (api_options.model_name.empty())
         api_options.model_name = std::filesystem::path(options.model_path).filename().string();
     Api api(*engine, tokenizer, *scheduler, api_options);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 #include "server/http_server.h"
 
 namespace k3::server {
@@ -21,6 +22,8 @@ struct ServeOptions {
     int threads = 0;             // 0: one per hardware thread
     std::string api_key;         // empty: no authentication
     runtime::ResidencyOptions residency;  // memory budget and expert cache
+    runtime::PrefixCacheOptions cache;    // the prompt cache
+    std::string slot_save_path;           // folder for slot files; empty: off
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts
