@@ -37,13 +37,12 @@ int run_serve(int argc, char** argv) {
     app.add_option("--idle-timeout", http.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")
         ->check(CLI::PositiveNumber);
     add_residency_options(app, options.residency);
-    add_prompt_cache_options(app, options.cache);
+    add_prompt_cache_options(app, options.cache, options.residency);
     app.add_option("--slot-save-path", options.slot_save_path,
                    "folder for POST /slots/ID?action=save|restore (default: slot files off)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
     CLI11_PARSE(app, argc, argv);
-    count_prompt_cache(options.cache, options.residency);
     return server::serve(options);
 }
 

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "cli/prompt_cache_options.h"
 #include "cli/residency_options.h"
 #include "gguf/gguf_file.h"
 #include "text/bundled_template.h"
@@ -38,6 +39,7 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_option("-c,--ctx-size", options.ctx_size, "context length in tokens (default: the model's)")
         ->check(CLI::NonNegativeNumber);
     add_residency_options(app, options.residency);
+    add_prompt_cache_options(app, options.cache, options.residency);
     app.add_option("--stop", options.stop_strings, "stop when the output contains STR (repeatable; not shown)")
         ->type_name("STR")
         ->expected(1)

@@ -45,6 +45,7 @@ struct GenerationOptions {
     bool show_special = false;  // control tokens' text in the output (K3's markup is parsed anyway)
     bool quiet = false;         // no tokens/s line
     runtime::ResidencyOptions residency;  // --mem-budget, --expert-stats, --warmup-experts
+    runtime::PrefixCacheOptions cache;    // --cache-ram, --cache-checkpoint-every, --cache-dir
 };
 
 void add_generation_options(CLI::App& app, GenerationOptions& options);

@@ -7,12 +7,14 @@
 
 namespace k3::cli {
 
-void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& options) {
+void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& options,
+                              runtime::ResidencyOptions& residency) {
+    residency.prompt_cache_bytes = options.ram_bytes;
     app.add_option_function<std::string>(
            "--cache-ram",
-           [&options](const std::string& text) {
+           [&options, &residency](const std::string& text) {
                try {
-                   options.ram_bytes = util::parse_byte_size(text);
+                   options.ram_bytes = residency.prompt_cache_bytes = util::parse_byte_size(text);
                } catch (const Error& e) {
                    throw CLI::ValidationError("--cache-ram", e.what());
                }
@@ -27,10 +29,6 @@ void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& option
                    "also keep the prompt cache's states in DIR (written atomically, found again after a restart; "
                    "files of another model are ignored)")
         ->type_name("DIR");
-}
-
-void count_prompt_cache(const runtime::PrefixCacheOptions& cache, runtime::ResidencyOptions& residency) {
-    residency.prompt_cache_bytes = cache.ram_bytes;
 }
 
 }  // namespace k3::cli

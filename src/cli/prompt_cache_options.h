@@ -9,8 +9,8 @@ namespace CLI { class App; }
 
 namespace k3::cli {
 
-void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& options);
-// After parsing: the cache's budget is working memory the residency split must leave free.
-void count_prompt_cache(const runtime::PrefixCacheOptions& cache, runtime::ResidencyOptions& residency);
+// Also sets residency.prompt_cache_bytes, so the budget split leaves the cache's memory free.
+void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& options,
+                              runtime::ResidencyOptions& residency);
 
 }  // namespace k3::cli
