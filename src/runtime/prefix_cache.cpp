@@ -125,10 +125,11 @@ PrefixCache::Node* PrefixCache::node_for(std::span<const int32_t> tokens) {
     return node;
 }
 
-// Marks the node and every state on its path as used, the shorter prefixes as the more recent:
-// a prefix is evicted only after every state that extends it (leaves first, as in SGLang).
-void PrefixCache::touch(Node& node) {
-    for (Node* n = &node; n != root_.get(); n = n->parent) {
+// Marks the node as used; with `path`, every state on its path too, the shorter prefixes as the
+// more recent. A new state is the most recent (a conversation's next turn resumes from its
+// deepest); a hit makes the prefix it shares outlive what extends it (leaves first, as SGLang).
+void PrefixCache::touch(Node& node, bool path) {
+    for (Node* n = &node; n != root_.get(); n = path ? n->parent : root_.get()) {
         if (!n->state) continue;
         if (n->in_lru) lru_.erase(n->lru);
         lru_.push_front(n);
@@ -192,7 +193,7 @@ SessionSnapshot PrefixCache::lookup(std::span<const int32_t> prompt) {
             }
             node->state = state;
         }
-        touch(*node);
+        touch(*node, /*path=*/true);
         evict_to_budget();  // may drop what was just loaded; the caller holds it
         ++stats_.hits;
         stats_.reused_tokens += uint64_t(state->tokens.size());
@@ -206,7 +207,7 @@ void PrefixCache::insert(const SessionSnapshot& state) {
     std::lock_guard lock(mutex_);
     Node* node = node_for(state->tokens);
     node->state = state;
-    touch(*node);
+    touch(*node, /*path=*/false);
     if (!options_.dir.empty() && node->file.empty()) {
         const std::string path = file_for(state->tokens);
         try {

@@ -72,7 +72,7 @@ private:
     struct Node;
     Node* find_deepest(std::span<const int32_t> prompt) const;  // under mutex_
     Node* node_for(std::span<const int32_t> tokens);              // under mutex_; made if absent
-    void touch(Node& node);
+    void touch(Node& node, bool path);
     void evict_to_budget();
     void drop_state(Node& node);
     uint64_t memory_bytes() const;

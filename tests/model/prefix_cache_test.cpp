@@ -135,7 +135,7 @@ TEST_F(PrefixCacheTest, EvictionKeepsTheBudgetAndResultsExact) {
         for (size_t i = 0; i < 3; ++i) {
             CachedSession session(*engine_, &cache);
             const int64_t reused = expect_as_cold(session, concat({system(), message(i), message((i + 1) % 3)}));
-            // Leaves go first, so the shared system prompt's checkpoints outlive the conversations'.
+            // A hit keeps the shared system prompt's checkpoints ahead of the conversations' own.
             if (round + i > 0) {
                 EXPECT_GE(reused, 64) << "round " << round << " conversation " << i;
             }
