@@ -30,11 +30,14 @@ std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64
     // Only states a prefill stored at KDA chunk boundaries are resumed from, never the session's
     // own state after sampled tokens: those went through the recurrent form one by one, the cold
     // prompt goes through the chunked form, and the two round differently.
-    if (const SessionSnapshot cached = cache_->lookup(prompt)) session_->restore(cached);
+    int64_t shared = 0;
+    if (const SessionSnapshot cached = cache_->lookup(prompt, &shared)) session_->restore(cached);
     else session_->reset();
+    std::vector<int64_t> stops(boundaries.begin(), boundaries.end());
+    stops.push_back(shared);
     const int64_t start = session_->position();
     if (reused) *reused = start;
-    for (int64_t stop : cache_->checkpoint_positions(start, int64_t(prompt.size()), boundaries)) {
+    for (int64_t stop : cache_->checkpoint_positions(start, int64_t(prompt.size()), stops)) {
         session_->eval(prompt.subspan(size_t(session_->position()), size_t(stop - session_->position())));
         cache_->insert(session_->snapshot());
     }

@@ -89,6 +89,20 @@ PrefixCache::Node* PrefixCache::find_deepest(std::span<const int32_t> prompt) co
     return best;
 }
 
+int64_t PrefixCache::shared_length(std::span<const int32_t> prompt) const {
+    const Node* node = root_.get();
+    while (node->depth < int64_t(prompt.size())) {
+        const auto it = node->children.find(prompt[size_t(node->depth)]);
+        if (it == node->children.end()) break;
+        const Node* child = it->second.get();
+        const auto rest = prompt.subspan(size_t(node->depth));
+        const auto mismatch = std::mismatch(child->edge.begin(), child->edge.end(), rest.begin(), rest.end());
+        if (mismatch.first != child->edge.end()) return node->depth + (mismatch.first - child->edge.begin());
+        node = child;
+    }
+    return node->depth;
+}
+
 PrefixCache::Node* PrefixCache::node_for(std::span<const int32_t> tokens) {
     Node* node = root_.get();
     size_t pos = 0;
@@ -171,9 +185,10 @@ void PrefixCache::evict_to_budget() {
     }
 }
 
-SessionSnapshot PrefixCache::lookup(std::span<const int32_t> prompt) {
+SessionSnapshot PrefixCache::lookup(std::span<const int32_t> prompt, int64_t* shared) {
     std::lock_guard lock(mutex_);
     ++stats_.lookups;
+    if (shared) *shared = shared_length(prompt);
     while (Node* node = find_deepest(prompt)) {
         SessionSnapshot state = node->state;
         if (!state) {  // in the folder only

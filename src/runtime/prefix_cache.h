@@ -53,8 +53,10 @@ public:
     PrefixCache& operator=(const PrefixCache&) = delete;
 
     // The cached state sharing the longest prefix with `prompt` that leaves at least one prompt
-    // token to feed (its logits pick the next token); null when none.
-    SessionSnapshot lookup(std::span<const int32_t> prompt);
+    // token to feed (its logits pick the next token); null when none. *shared (optional): how
+    // many of the prompt's first tokens some cached prefix also starts with, a checkpoint
+    // position worth adding (where two prompts part, e.g. after a common system prompt).
+    SessionSnapshot lookup(std::span<const int32_t> prompt, int64_t* shared = nullptr);
     // Stores a state under its tokens (replacing one stored there), then evicts down to the budget.
     void insert(const SessionSnapshot& state);
     // Where a prefill of prompt[start, n_prompt) should pause to store a state, ascending: the
@@ -71,6 +73,7 @@ public:
 private:
     struct Node;
     Node* find_deepest(std::span<const int32_t> prompt) const;  // under mutex_
+    int64_t shared_length(std::span<const int32_t> prompt) const;  // under mutex_
     Node* node_for(std::span<const int32_t> tokens);              // under mutex_; made if absent
     void touch(Node& node, bool path);
     void evict_to_budget();

@@ -152,14 +152,17 @@ void Scheduler::run() {
 void Scheduler::start(Slot& slot) {
     const GenerationRequest& request = slot.pending->request;
     slot.started = true;
-    const SessionSnapshot cached = request.cache_prompt ? cache_.lookup(request.prompt) : nullptr;
+    int64_t shared = 0;
+    const SessionSnapshot cached = request.cache_prompt ? cache_.lookup(request.prompt, &shared) : nullptr;
     if (cached) slot.session->restore(cached);
     else slot.session->reset();
     slot.n_fed = size_t(slot.session->position());
     slot.summary.n_cached = slot.session->position();
-    if (request.cache_prompt)
-        slot.checkpoints = cache_.checkpoint_positions(slot.session->position(), int64_t(request.prompt.size()),
-                                                       request.boundaries);
+    if (request.cache_prompt) {
+        std::vector<int64_t> stops = request.boundaries;
+        stops.push_back(shared);
+        slot.checkpoints = cache_.checkpoint_positions(slot.session->position(), int64_t(request.prompt.size()), stops);
+    }
 }
 
 void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
