@@ -250,30 +250,31 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
             slot.last = token;
         }
     }
-    // Finished slots: tell the sink and hand the slot back (its session keeps its tokens for /slots).
-    std::vector<int> freed;
-    uint64_t n_finished = 0;
-    for (auto& slot : active) {
-        if (!slot->done) continue;
+    // Finished slots go back first (their sessions keep their tokens for /slots), then their sinks
+    // are told: a client that acts on the answer (e.g. saves the slot) finds the slot idle.
+    std::vector<std::unique_ptr<Slot>> finished;
+    for (auto& slot : active)
+        if (slot->done) finished.push_back(std::move(slot));
+    std::erase_if(active, [](const std::unique_ptr<Slot>& slot) { return !slot; });
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& slot : finished) free_ids_.push_back(slot->id);
+        for (const auto& slot : active) slot_tokens_[size_t(slot->id)] = slot->session->position();
+        for (const auto& slot : finished) slot_tokens_[size_t(slot->id)] = slot->session->position();
+        stats_.active = active.size();
+        stats_.cached_prompt_tokens += cached_tokens;
+        stats_.prompt_tokens += prompt_tokens;
+        stats_.generated_tokens += generated_tokens;
+        stats_.decode_seconds += decode_seconds;
+        stats_.finished += finished.size();
+    }
+    for (const auto& slot : finished) {
         try {
             slot->pending->sink->on_finish(slot->summary);
         } catch (const std::exception&) {
             // The request is over either way; a sink that fails here has nothing left to tell.
         }
-        freed.push_back(slot->id);
-        ++n_finished;
     }
-    std::erase_if(active, [](const std::unique_ptr<Slot>& slot) { return slot->done; });
-    std::lock_guard lock(mutex_);
-    free_ids_.insert(free_ids_.end(), freed.begin(), freed.end());
-    for (const auto& slot : active) slot_tokens_[size_t(slot->id)] = slot->session->position();
-    for (int id : freed) slot_tokens_[size_t(id)] = sessions_[size_t(id)]->position();
-    stats_.active = active.size();
-    stats_.cached_prompt_tokens += cached_tokens;
-    stats_.prompt_tokens += prompt_tokens;
-    stats_.generated_tokens += generated_tokens;
-    stats_.decode_seconds += decode_seconds;
-    stats_.finished += n_finished;
 }
 
 std::vector<SlotInfo> Scheduler::slots() const {
