@@ -9,7 +9,6 @@ namespace k3::cli {
 
 void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& options,
                               runtime::ResidencyOptions& residency) {
-    residency.prompt_cache_bytes = options.ram_bytes;
     app.add_option_function<std::string>(
            "--cache-ram",
            [&options, &residency](const std::string& text) {
@@ -20,7 +19,7 @@ void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& option
                }
            },
            "memory for the prompt cache's states, counted into --mem-budget; least recently used states go "
-           "first (default 8G, as llama-server; 0: keep none)")
+           "first (default 8G as llama-server, or none when experts stream from disk; 0: keep none)")
         ->type_name("SIZE");
     app.add_option("--cache-checkpoint-every", options.checkpoint_every,
                    "tokens between the prompt cache's KDA checkpoints, a multiple of 16 (default 256)")

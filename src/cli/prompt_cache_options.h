@@ -9,7 +9,7 @@ namespace CLI { class App; }
 
 namespace k3::cli {
 
-// Also sets residency.prompt_cache_bytes, so the budget split leaves the cache's memory free.
+// A --cache-ram given also sets residency.prompt_cache_bytes, so the budget split leaves it free.
 void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& options,
                               runtime::ResidencyOptions& residency);
 

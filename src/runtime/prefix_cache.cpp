@@ -35,7 +35,9 @@ struct PrefixCache::Node {
 };
 
 PrefixCache::PrefixCache(const Engine& engine, PrefixCacheOptions options)
-    : engine_(engine), options_(std::move(options)), root_(std::make_unique<Node>()) {
+    : engine_(engine), options_(std::move(options)),
+      ram_bytes_(options_.ram_bytes.value_or(engine.expert_cache_counters() ? 0 : uint64_t(8) << 30)),
+      root_(std::make_unique<Node>()) {
     if (options_.checkpoint_every <= 0 || options_.checkpoint_every % model::kKdaChunk != 0)
         throw Error("--cache-checkpoint-every must be a positive multiple of " + std::to_string(model::kKdaChunk) +
                     " (the KDA chunk), not " + std::to_string(options_.checkpoint_every));
@@ -179,7 +181,7 @@ uint64_t PrefixCache::memory_bytes() const {
 }
 
 void PrefixCache::evict_to_budget() {
-    while (!lru_.empty() && memory_bytes() > options_.ram_bytes) {
+    while (!lru_.empty() && memory_bytes() > ram_bytes_) {
         drop_state(*lru_.back());
         ++stats_.evictions;
     }

@@ -19,6 +19,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,7 +31,10 @@ namespace k3::runtime {
 class Engine;
 
 struct PrefixCacheOptions {
-    uint64_t ram_bytes = uint64_t(8) << 30;  // memory for cached states (--cache-ram); llama-server's default
+    // Memory for cached states (--cache-ram). Unset: 8 GiB (llama-server's default), or none when
+    // the engine streams experts under a memory budget (that memory is the expert cache's; a
+    // --cache-ram given is counted into the budget instead).
+    std::optional<uint64_t> ram_bytes = {};
     int64_t checkpoint_every = 256;          // tokens between checkpoints (--cache-checkpoint-every)
     std::string dir = {};                    // disk tier (--cache-dir); empty: none
 };
@@ -69,6 +73,7 @@ public:
 
     PrefixCacheStats stats() const;
     const PrefixCacheOptions& options() const { return options_; }
+    uint64_t ram_bytes() const { return ram_bytes_; }
 
 private:
     struct Node;
@@ -84,6 +89,7 @@ private:
 
     const Engine& engine_;
     PrefixCacheOptions options_;
+    uint64_t ram_bytes_;
     mutable std::mutex mutex_;
     std::unique_ptr<Node> root_;
     std::list<Node*> lru_;  // nodes holding a state in memory, most recently used first
