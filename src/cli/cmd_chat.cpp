@@ -128,7 +128,7 @@ public:
     Chat(const GenerationOptions& options, bool interactive)
         : options_(options), interactive_(interactive), engine_(load_engine(options)),
           tokenizer_(text::Tokenizer::from_gguf(engine_->file())),
-          prompter_(engine_->file(), tokenizer_, options), session_(*engine_),
+          prompter_(engine_->file(), tokenizer_, options), cache_(*engine_, options.cache), session_(*engine_, &cache_),
           params_(generation_params(options, tokenizer_)) {
         check_context_size(options.ctx_size, engine_->n_ctx_train());
         n_ctx_ = options.ctx_size > 0 ? options.ctx_size : engine_->n_ctx_train();
@@ -226,6 +226,7 @@ private:
     std::unique_ptr<runtime::Engine> engine_;
     text::Tokenizer tokenizer_;
     ChatPrompter prompter_;
+    runtime::PrefixCache cache_;  // each turn resumes from the last one's checkpoints
     runtime::CachedSession session_;
     runtime::GenerationParams params_;
     int64_t n_ctx_ = 0;  // the context length in use

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -20,6 +21,7 @@
 #include "cli/options.h"
 #include "cli/generation_front.h"
 #include "gguf/gguf_file.h"
+#include "runtime/session_file.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -34,6 +36,7 @@ struct RunOptions {
     bool raw = false;
     bool print_prompt = false;
     bool json = false;
+    std::string prompt_cache;  // --prompt-cache FILE
 };
 
 std::string read_prompt_text(const RunOptions& options) {
@@ -116,6 +119,10 @@ int run_run(int argc, char** argv) {
     file_option->excludes(tokens_option);
     app.add_flag("--raw", options.raw, "complete the text as it is, without the chat template (control tokens are parsed)");
     app.add_flag("--print-prompt", options.print_prompt, "print the rendered prompt and exit without generating");
+    app.add_option("--prompt-cache", options.prompt_cache,
+                   "resume from the state saved in FILE when the prompt starts with its tokens, and save the "
+                   "prompt's state there (a file of another model, or a damaged one, is ignored with a warning)")
+        ->type_name("FILE");
     app.add_flag("--json", options.json,
                  "print one JSON object at the end (prompt_tokens, tokens, text, content, reasoning_content, "
                  "tool_calls, finish_reason, timings) instead of streaming");
@@ -150,12 +157,24 @@ int run_run(int argc, char** argv) {
     streams.dim_reasoning = isatty(STDERR_FILENO);
     streams.answer = options.json ? nullptr : stdout;
     AnswerPrinter printer(tokenizer, options.generation, streams, chat, chat && prompter->thinking());
-    runtime::CachedSession session(*engine);
+    runtime::PrefixCache cache(*engine, options.generation.cache);
+    if (!options.prompt_cache.empty() && std::filesystem::exists(options.prompt_cache)) {
+        try {
+            cache.insert(std::make_shared<const runtime::SessionState>(
+                runtime::read_session_file(options.prompt_cache, *engine, engine->identity())));
+        } catch (const Error& e) {
+            std::fprintf(stderr, "k3: warning: --prompt-cache: ignoring %s\n", e.what());
+        }
+    }
+    runtime::CachedSession session(*engine, &cache);
     const runtime::GenerationResult result =
         runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
                           [&](int32_t id) { return printer.push(id); });
     printer.finish();
     if (chat) notice_cut_reasoning(printer, result, options.generation);
+    // The prompt's last checkpoint (as far as a later prompt starting with this one can resume).
+    if (const runtime::SessionSnapshot state = options.prompt_cache.empty() ? nullptr : cache.lookup(prompt.ids))
+        runtime::write_session_file(options.prompt_cache, *state, engine->identity());
     if (options.json) {
         const ordered_json out = result_json(prompt, result, printer, chat);
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/numerics_option.h"
 #include "cli/options.h"
+#include "cli/prompt_cache_options.h"
 #include "cli/residency_options.h"
 #include "gguf/gguf_file.h"
 #include "model/hparams.h"
@@ -72,6 +73,11 @@ int run_serve(int argc, char** argv) {
         ->check(at_least(1));
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
+    add_prompt_cache_options(app, options.cache, options.residency);
+    app.add_option("--slot-save-path", options.slot_save_path,
+                   "folder for POST /slots/ID?action=save|restore (empty: slot files off)")
+        ->type_name("DIR")
+        ->check(CLI::ExistingDirectory);
     accept_jinja_flag(app);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     if (!api_key_file.empty()) options.api_key = read_api_key(api_key_file);

@@ -6,6 +6,7 @@
 
 #include "cli/numerics_option.h"
 #include "cli/options.h"
+#include "cli/prompt_cache_options.h"
 #include "cli/residency_options.h"
 #include "gguf/gguf_file.h"
 #include "text/bundled_template.h"
@@ -41,6 +42,7 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_option("-c,--ctx-size", options.ctx_size, "context length in tokens (0: the model's)")->check(at_least(0));
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
+    add_prompt_cache_options(app, options.cache, options.residency);
     app.add_option("--stop", options.stop_strings, "stop when the output contains STR (repeatable; not shown)")
         ->type_name("STR")
         ->expected(1)

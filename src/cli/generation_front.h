@@ -46,6 +46,7 @@ struct GenerationOptions {
     bool quiet = false;         // no tokens/s line
     runtime::ResidencyOptions residency;  // --mem-budget, --expert-stats, --warmup-experts
     kernels::Numerics numerics = kernels::Numerics::native;  // --exact
+    runtime::PrefixCacheOptions cache;    // --cache-ram, --cache-checkpoint-every, --cache-dir
 };
 
 void add_generation_options(CLI::App& app, GenerationOptions& options);

@@ -131,8 +131,11 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
 
     // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
     std::vector<float> q(rows), k(rows), v(rows);
-    for (const SequenceSlice& s : sequences) {
-        float* conv_state = s.state->layers[size_t(il)].conv.data();  // [3][I][K-1]
+    std::vector<KdaState*> states;  // per slice, unshared here so the worker threads write only their own
+    for (const SequenceSlice& s : sequences) states.push_back(&s.state->layers[size_t(il)].writable_kda());
+    for (size_t is = 0; is < sequences.size(); ++is) {
+        const SequenceSlice& s = sequences[is];
+        float* conv_state = states[is]->conv.data();  // [3][I][K-1]
         const int64_t part = I * (K - 1);
         kernels::causal_conv(u_q.data() + s.first * I, I, s.n_tokens, I, w.conv_q.data(), int(K), conv_state,
                              q.data() + s.first * I, I);
@@ -175,7 +178,7 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
         const int64_t offset = s.first * I + h * D;
         const KdaHeadRun run{q.data() + offset, k.data() + offset, v.data() + offset, gate.data() + offset,
                              beta.data() + s.first * H + h, I, H, s.n_tokens, D, o.data() + offset, I};
-        float* state = s.state->layers[size_t(il)].recurrent.data() + h * D * D;
+        float* state = states[size_t(task / H)]->recurrent.data() + h * D * D;
         const bool chunked = ctx.kda_mode == KdaMode::chunked || (ctx.kda_mode == KdaMode::automatic && s.n_tokens > 1);
         if (chunked) kda_chunked(run, state, kKdaChunk);
         else kda_recurrent(run, state);

@@ -31,10 +31,8 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     ctx.linear(w.kv_a, x, n, kv.data());
     for (int64_t t = 0; t < n; ++t)
         kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
-    for (const SequenceSlice& s : sequences) {
-        std::vector<float>& cache = s.state->layers[size_t(il)].mla_cache;
-        cache.insert(cache.end(), kv.begin() + s.first * row, kv.begin() + (s.first + s.n_tokens) * row);
-    }
+    for (const SequenceSlice& s : sequences)
+        s.state->layers[size_t(il)].mla.append(kv.data() + s.first * row, s.n_tokens);
 
     // 4. absorbed query q~[h] = W_kb[h]^T q_nope[h]: [n][H][Lkv]
     std::vector<float> q_latent(size_t(n * H * Lkv));
@@ -49,8 +47,8 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     ctx.pool.parallel_for(n_tasks, [&](int64_t task, int) {
         const SequenceSlice& s = sequences[size_t(task / H)];
         const int64_t h = task % H;
-        const float* cache = s.state->layers[size_t(il)].mla_cache.data();
-        const int64_t n_cached = int64_t(s.state->layers[size_t(il)].mla_cache.size()) / row;
+        const PagedRows& cache = s.state->layers[size_t(il)].mla;
+        const int64_t n_cached = cache.size();
         const int64_t start = n_cached - s.n_tokens;  // position of the slice's first token
         std::vector<float> scores(static_cast<size_t>(n_cached));
         for (int64_t i = 0; i < s.n_tokens; ++i) {
@@ -58,13 +56,13 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
             const float* ql = q_latent.data() + (t * H + h) * Lkv;
             const float* q_pe = q.data() + (t * H + h) * Dk + Dn;
             for (int64_t p = 0; p < visible; ++p) {
-                const float* c = cache + p * row;
+                const float* c = cache.row(p);
                 scores[size_t(p)] = (kernels::dot_f32(ql, c, Lkv) + kernels::dot_f32(q_pe, c + Lkv, Dr)) * scale;
             }
             kernels::softmax(scores.data(), visible);
             float* o = attended.data() + (t * H + h) * Lkv;
             std::fill(o, o + Lkv, 0.0f);
-            for (int64_t p = 0; p < visible; ++p) kernels::axpy_f32(scores[size_t(p)], cache + p * row, o, Lkv);
+            for (int64_t p = 0; p < visible; ++p) kernels::axpy_f32(scores[size_t(p)], cache.row(p), o, Lkv);
         }
     });
 

@@ -31,10 +31,15 @@ SequenceState Model::new_state() const {
     state.layers.resize(size_t(hp_.n_layer));
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const LayerWeights& layer = weights_.layers[size_t(il)];
-        if (!layer.kda) continue;
+        LayerState& layer_state = state.layers[size_t(il)];
+        if (!layer.kda) {
+            layer_state.mla = PagedRows(hp_.kv_lora_rank + hp_.rope_dim);
+            continue;
+        }
         const int64_t I = layer.kda->n_head * layer.kda->head_dim, D = layer.kda->head_dim;
-        state.layers[size_t(il)].conv.assign(size_t(3 * I * (hp_.conv_kernel - 1)), 0.0f);
-        state.layers[size_t(il)].recurrent.assign(size_t(layer.kda->n_head * D * D), 0.0f);
+        layer_state.kda = std::make_shared<KdaState>();
+        layer_state.kda->conv.assign(size_t(3 * I * (hp_.conv_kernel - 1)), 0.0f);
+        layer_state.kda->recurrent.assign(size_t(layer.kda->n_head * D * D), 0.0f);
     }
     return state;
 }

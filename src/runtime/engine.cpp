@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "runtime/memory_budget.h"
 #include "runtime/session.h"
+#include "runtime/session_file.h"
 #include "util/byte_size.h"
 #include "util/error.h"
 
@@ -21,6 +22,7 @@ struct Engine::Impl {
     std::unique_ptr<ExpertCache> expert_cache;  // under a budget smaller than the model
     std::string expert_stats_path;
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
+    uint64_t identity = 0;     // model_identity(file)
 
     void set_up_residency(const ResidencyOptions& options);
 };
@@ -45,7 +47,8 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    const uint64_t file_bytes = model_file_bytes(model->file()), working = estimate_working_bytes(hp);
+    const uint64_t file_bytes = model_file_bytes(model->file());
+    const uint64_t working = estimate_working_bytes(hp) + options.prompt_cache_bytes;
     if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
 
     const BudgetSplit split =
@@ -78,6 +81,7 @@ Engine::~Engine() {
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     engine->impl_->model = model::Model::load(path);
+    engine->impl_->identity = model_identity(engine->impl_->model->file());
     engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
     engine->impl_->forward_options.kda_mode = options.kda_mode;
     engine->impl_->forward_options.numerics = options.numerics;
@@ -100,6 +104,9 @@ std::optional<ExpertCacheCounters> Engine::expert_cache_counters() const {
 
 std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<Session>(*this); }
 
+model::SequenceState Engine::empty_state() const { return impl_->model->new_state(); }
+uint64_t Engine::identity() const { return impl_->identity; }
+
 void Engine::decode(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;
     const size_t V = size_t(n_vocab());
@@ -114,10 +121,11 @@ void Engine::decode(std::span<SequenceInput> inputs) const {
             if (requests[i].state == requests[j].state) throw Error("decode: a session appears twice in one batch");
     std::lock_guard lock(impl_->forward_mutex);
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
+    for (SequenceInput& input : inputs)
+        input.session->state_.tokens.insert(input.session->state_.tokens.end(), input.tokens.begin(), input.tokens.end());
 }
 
-Session::Session(const Engine& engine)
-    : engine_(engine), state_(std::make_unique<model::SequenceState>(engine.impl_->model->new_state())) {}
+Session::Session(const Engine& engine) : engine_(engine) { reset(); }
 
 Session::~Session() = default;
 
@@ -127,15 +135,47 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, bool all_logit
     return std::move(input.logits);
 }
 
-int64_t Session::position() const { return state_->position; }
+int64_t Session::position() const { return state_.sequence.position; }
 
-void Session::reset() { *state_ = engine_.impl_->model->new_state(); }
+void Session::reset() {
+    state_ = {engine_.empty_state(), {}};
+    checkpoints_.clear();
+}
 
-SessionSnapshot Session::snapshot() const { return std::make_shared<const model::SequenceState>(*state_); }
+SessionSnapshot Session::snapshot() const { return std::make_shared<const SessionState>(state_); }
 
 void Session::restore(const SessionSnapshot& snapshot) {
-    if (!snapshot || snapshot->model != state_->model) throw Error("restore: the snapshot is from another model");
-    *state_ = *snapshot;
+    if (!snapshot || snapshot->sequence.model != state_.sequence.model)
+        throw Error("restore: the snapshot is from another model");
+    state_ = *snapshot;
+    checkpoints_.clear();
+}
+
+void Session::checkpoint() {
+    if (!checkpoints_.empty() && checkpoints_.back()->sequence.position == position()) return;
+    checkpoints_.push_back(snapshot());
+}
+
+int64_t Session::checkpoint_at_or_before(int64_t position) const {
+    for (auto it = checkpoints_.rbegin(); it != checkpoints_.rend(); ++it)
+        if ((*it)->sequence.position <= position) return (*it)->sequence.position;
+    return 0;
+}
+
+void Session::truncate(int64_t position) {
+    if (position < 0 || position > this->position())
+        throw Error("truncate: position " + std::to_string(position) + " is outside the session's " +
+                    std::to_string(this->position()) + " tokens");
+    if (position == this->position()) return;
+    std::erase_if(checkpoints_, [&](const SessionSnapshot& c) { return c->sequence.position > position; });
+    const std::vector<int32_t> gap(state_.tokens.begin() + checkpoint_at_or_before(position),
+                                   state_.tokens.begin() + position);
+    if (checkpoints_.empty()) {
+        state_ = {engine_.empty_state(), {}};
+    } else {
+        state_ = *checkpoints_.back();
+    }
+    if (!gap.empty()) eval(gap);
 }
 
 }  // namespace k3::runtime

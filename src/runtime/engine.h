@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/context.h"  // KdaMode, DumpFn
+#include "model/state.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
 
 namespace k3::gguf { class GgufFile; }
@@ -24,6 +25,7 @@ struct ResidencyOptions {
     std::optional<uint64_t> mem_budget;  // bytes; unset: from the memory limit (memory_budget.h); 0: none
     std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
     std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
+    uint64_t prompt_cache_bytes = 0;     // the prompt cache's budget (--cache-ram), left free like working memory
 };
 
 struct EngineOptions {
@@ -65,6 +67,8 @@ public:
     std::optional<ExpertCacheCounters> expert_cache_counters() const;
 
     std::unique_ptr<Session> new_session() const;
+    model::SequenceState empty_state() const;  // a sequence that has consumed nothing
+    uint64_t identity() const;                 // model_identity() of the file (session_file.h)
 
     // One forward pass over every input (each session at most once). Advances each session by
     // its tokens and fills each input's logits. Calls from several threads are serialized.

@@ -11,51 +11,42 @@ namespace k3::runtime {
 
 namespace {
 
-bool starts_with(std::span<const int32_t> sequence, std::span<const int32_t> prefix) {
-    return prefix.size() <= sequence.size() && std::equal(prefix.begin(), prefix.end(), sequence.begin());
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
 
-CachedSession::CachedSession(const Engine& engine) : session_(engine.new_session()) {}
+CachedSession::CachedSession(const Engine& engine, PrefixCache* cache)
+    : session_(engine.new_session()),
+      own_cache_(cache ? nullptr : std::make_unique<PrefixCache>(engine, PrefixCacheOptions{})),
+      cache_(cache ? cache : own_cache_.get()) {}
 
-std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64_t* reused) {
+CachedSession::~CachedSession() = default;
+
+std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64_t* reused,
+                                          std::span<const int64_t> boundaries) {
     if (prompt.empty()) throw Error("the prompt has no tokens");
-    // At least the prompt's last token must be fed: its logits pick the first new token.
-    if (consumed_.size() < prompt.size() && starts_with(prompt, consumed_)) {
-        // The session is already where the prompt begins.
-    } else if (prompt_snapshot_ && prompt_snapshot_tokens_.size() < prompt.size() &&
-               starts_with(prompt, prompt_snapshot_tokens_)) {
-        session_->restore(prompt_snapshot_);
-        consumed_ = prompt_snapshot_tokens_;
-    } else {
-        session_->reset();
-        consumed_.clear();
+    // Only states a prefill stored at KDA chunk boundaries are resumed from, never the session's
+    // own state after sampled tokens: those went through the recurrent form one by one, the cold
+    // prompt goes through the chunked form, and the two round differently.
+    int64_t shared = 0;
+    if (const SessionSnapshot cached = cache_->lookup(prompt, &shared)) session_->restore(cached);
+    else session_->reset();
+    std::vector<int64_t> stops(boundaries.begin(), boundaries.end());
+    stops.push_back(shared);
+    const int64_t start = session_->position();
+    if (reused) *reused = start;
+    for (int64_t stop : cache_->checkpoint_positions(start, int64_t(prompt.size()), stops)) {
+        session_->eval(prompt.subspan(size_t(session_->position()), size_t(stop - session_->position())));
+        cache_->insert(session_->snapshot());
     }
-    if (reused) *reused = int64_t(consumed_.size());
-    std::vector<float> logits = session_->eval(prompt.subspan(consumed_.size()));
-    consumed_.assign(prompt.begin(), prompt.end());
-    prompt_snapshot_ = session_->snapshot();
-    prompt_snapshot_tokens_ = consumed_;
-    return logits;
+    return session_->eval(prompt.subspan(size_t(session_->position())));
 }
 
-std::vector<float> CachedSession::feed(int32_t token) {
-    std::vector<float> logits = session_->eval(std::span(&token, 1));
-    consumed_.push_back(token);
-    return logits;
-}
+std::vector<float> CachedSession::feed(int32_t token) { return session_->eval(std::span(&token, 1)); }
 
-void CachedSession::reset() {
-    session_->reset();
-    consumed_.clear();
-    prompt_snapshot_.reset();
-    prompt_snapshot_tokens_.clear();
-}
+void CachedSession::reset() { session_->reset(); }
 
 std::string_view finish_reason_name(FinishReason reason) {
     switch (reason) {
@@ -76,7 +67,8 @@ double GenerationStats::generated_tokens_per_second() const {
 }
 
 GenerationResult generate(CachedSession& session, std::span<const int32_t> prompt,
-                          const GenerationParams& params, const TokenCallback& on_token) {
+                          const GenerationParams& params, const TokenCallback& on_token,
+                          std::span<const int64_t> boundaries) {
     const int64_t n_ctx = params.n_ctx > 0 ? params.n_ctx : session.session().engine().n_ctx_train();
     if (int64_t(prompt.size()) >= n_ctx)
         throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens; the context holds " +
@@ -85,7 +77,7 @@ GenerationResult generate(CachedSession& session, std::span<const int32_t> promp
     GenerationResult result;
     GenerationStats& stats = result.stats;
     const auto prefill_start = std::chrono::steady_clock::now();
-    std::vector<float> logits = session.prefill(prompt, &stats.reused_tokens);
+    std::vector<float> logits = session.prefill(prompt, &stats.reused_tokens, boundaries);
     stats.prompt_seconds = seconds_since(prefill_start);
     stats.prompt_tokens = int64_t(prompt.size()) - stats.reused_tokens;
 

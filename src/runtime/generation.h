@@ -1,5 +1,5 @@
 // The generation loop shared by `k3 run`, `k3 chat` and the HTTP server: bring a session to the
-// end of a prompt (reusing its cached state when the prompt extends what it already consumed),
+// end of a prompt (reusing the longest prefix it or the prompt cache already computed),
 // then sample token by token until a stop id, the token budget, the context length, or the
 // caller says stop. Text-level concerns (detokenizing, stop strings, reasoning) belong to the
 // caller's token callback; see text/stop_strings.h.
@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/prefix_cache.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 
@@ -25,30 +26,34 @@ namespace k3::runtime {
 
 class Engine;
 
-// A session plus the ids it has consumed and a snapshot taken at the end of the last prompt.
-// A chat's next prompt repeats the previous one and adds the answer and a new message, so it
-// usually needs only its new tokens: KDA's recurrent state cannot be rewound, hence the snapshot
-// for when the re-rendered answer differs from the sampled one.
+// A session that resumes each prompt from the longest prefix the prompt cache holds
+// (prefix_cache.h). A prefill pauses at the cache's checkpoint positions to store states there,
+// so a chat's next turn, an edited last message or another conversation with the same system
+// prompt starts from one, and computes what the cold prompt would (the same KDA chunks).
 class CachedSession {
 public:
-    explicit CachedSession(const Engine& engine);
+    // cache: shared with others (e.g. the server's slots); null: a private one with default options.
+    explicit CachedSession(const Engine& engine, PrefixCache* cache = nullptr);
+    ~CachedSession();
 
-    // Feeds what `prompt` adds to the cached state and returns the logits after its last token;
-    // *reused (optional) receives how many prompt tokens were not fed again. Throws k3::Error
-    // for an empty prompt.
-    std::vector<float> prefill(std::span<const int32_t> prompt, int64_t* reused = nullptr);
+    // Feeds what `prompt` adds to the longest cached prefix and returns the logits after its last token;
+    // *reused (optional) receives how many prompt tokens were not fed again. `boundaries`: token
+    // positions where a chat's messages end, stored as checkpoints. Throws k3::Error for an
+    // empty prompt.
+    std::vector<float> prefill(std::span<const int32_t> prompt, int64_t* reused = nullptr,
+                               std::span<const int64_t> boundaries = {});
     // Feeds one more token (a sampled one) and returns the logits after it.
     std::vector<float> feed(int32_t token);
 
-    const std::vector<int32_t>& consumed() const { return consumed_; }
-    void reset();  // forget everything (the next prefill starts from an empty sequence)
+    const std::vector<int32_t>& consumed() const { return session_->tokens(); }
+    void reset();  // forget the session's state (the cache keeps its states)
     Session& session() { return *session_; }
+    PrefixCache& cache() { return *cache_; }
 
 private:
     std::unique_ptr<Session> session_;
-    std::vector<int32_t> consumed_;          // every id the session has been fed, in order
-    SessionSnapshot prompt_snapshot_;        // the state after prompt_snapshot_tokens_
-    std::vector<int32_t> prompt_snapshot_tokens_;
+    std::unique_ptr<PrefixCache> own_cache_;
+    PrefixCache* cache_;
 };
 
 enum class FinishReason {
@@ -85,8 +90,9 @@ struct GenerationResult {
 // Sees each sampled id (stop ids too) before it is fed; returning false ends generation there.
 using TokenCallback = std::function<bool(int32_t token)>;
 
-// Throws k3::Error for an empty prompt or one that does not fit in the context.
+// `boundaries` as for CachedSession::prefill. Throws k3::Error for an empty prompt or one that does not fit in the context.
 GenerationResult generate(CachedSession& session, std::span<const int32_t> prompt,
-                          const GenerationParams& params, const TokenCallback& on_token);
+                          const GenerationParams& params, const TokenCallback& on_token,
+                          std::span<const int64_t> boundaries = {});
 
 }  // namespace k3::runtime

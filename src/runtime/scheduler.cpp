@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
+#include <functional>
 
 #include "runtime/engine.h"
 #include "runtime/session.h"
+#include "runtime/session_file.h"
 #include "util/error.h"
 
 namespace k3::runtime {
@@ -27,27 +30,40 @@ struct Scheduler::Pending {
     Clock::time_point submitted;
 };
 
-// A request holding a session: its prompt is fed in chunks, then one sampled token per step.
+// A request holding a slot's session: it resumes from the prompt cache, feeds the rest of its
+// prompt in chunks (pausing at checkpoint positions to store states), then one sampled token per step.
 struct Scheduler::Slot {
     std::unique_ptr<Pending> pending;
-    std::unique_ptr<Session> session;
+    int id;
+    Session* session;
     Sampler sampler;
+    bool started = false;
     size_t n_fed = 0;     // prompt tokens consumed
+    std::vector<int64_t> checkpoints;  // prompt positions still to store in the cache, ascending
+    size_t next_checkpoint = 0;
     int32_t last = 0;     // the token to feed next once the prompt is in
     GenerationSummary summary;
     bool done = false;
 
-    Slot(std::unique_ptr<Pending> p, std::unique_ptr<Session> s)
-        : pending(std::move(p)), session(std::move(s)), sampler(pending->request.params.sampling) {}
+    Slot(std::unique_ptr<Pending> p, int slot_id, Session* s)
+        : pending(std::move(p)), id(slot_id), session(s), sampler(pending->request.params.sampling) {}
     bool prefilling() const { return n_fed < pending->request.prompt.size(); }
+    bool at_checkpoint() const {
+        return next_checkpoint < checkpoints.size() && int64_t(n_fed) == checkpoints[next_checkpoint];
+    }
 };
 
-Scheduler::Scheduler(const Engine& engine, const SchedulerOptions& options) : engine_(engine), options_(options) {
+Scheduler::Scheduler(const Engine& engine, const SchedulerOptions& options)
+    : engine_(engine), options_(options), cache_(engine, options.cache) {
     if (options_.n_slots < 1) throw Error("scheduler: n_slots must be at least 1");
     if (options_.prefill_chunk < 1) throw Error("scheduler: prefill_chunk must be at least 1");
     if (options_.ctx_size <= 0) options_.ctx_size = engine.n_ctx_train();
     if (options_.ctx_size < 2) throw Error("scheduler: ctx_size must be at least 2");
-    for (int i = 0; i < options_.n_slots; ++i) free_sessions_.push_back(engine.new_session());
+    for (int i = 0; i < options_.n_slots; ++i) {
+        sessions_.push_back(engine.new_session());
+        free_ids_.push_back(options_.n_slots - 1 - i);  // slot 0 is taken first
+    }
+    slot_tokens_.assign(size_t(options_.n_slots), 0);
     thread_ = std::thread([this] { run(); });
 }
 
@@ -101,10 +117,11 @@ SchedulerStats Scheduler::stats() const {
 // Moves queued requests into free slots (under the lock); cancelled ones go along and are
 // finished by step() without running.
 void Scheduler::admit_locked(std::vector<std::unique_ptr<Slot>>& active) {
-    while (!queue_.empty() && !free_sessions_.empty()) {
-        auto slot = std::make_unique<Slot>(std::move(queue_.front()), std::move(free_sessions_.back()));
+    while (!queue_.empty() && !free_ids_.empty()) {
+        const int id = free_ids_.back();
+        auto slot = std::make_unique<Slot>(std::move(queue_.front()), id, sessions_[size_t(id)].get());
         queue_.pop_front();
-        free_sessions_.pop_back();
+        free_ids_.pop_back();
         slot->summary.n_prompt = int64_t(slot->pending->request.prompt.size());
         slot->summary.queue_ms = ms_between(slot->pending->submitted, Clock::now());
         active.push_back(std::move(slot));
@@ -131,6 +148,23 @@ void Scheduler::run() {
     }
 }
 
+// Resumes the slot's session from the longest cached prefix of its prompt (or starts it empty).
+void Scheduler::start(Slot& slot) {
+    const GenerationRequest& request = slot.pending->request;
+    slot.started = true;
+    int64_t shared = 0;
+    const SessionSnapshot cached = request.cache_prompt ? cache_.lookup(request.prompt, &shared) : nullptr;
+    if (cached) slot.session->restore(cached);
+    else slot.session->reset();
+    slot.n_fed = size_t(slot.session->position());
+    slot.summary.n_cached = slot.session->position();
+    if (request.cache_prompt) {
+        std::vector<int64_t> stops = request.boundaries;
+        stops.push_back(shared);
+        slot.checkpoints = cache_.checkpoint_positions(slot.session->position(), int64_t(request.prompt.size()), stops);
+    }
+}
+
 void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
     auto finish = [](Slot& slot, JobOutcome outcome, FinishReason reason, std::string error = {}) {
         slot.done = true;
@@ -153,13 +187,20 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
 
     std::vector<SequenceInput> inputs;
     std::vector<Slot*> running;
+    uint64_t cached_tokens = 0;
     for (auto& slot : active) {
         if (slot->done) continue;
+        if (!slot->started) {
+            start(*slot);
+            cached_tokens += uint64_t(slot->summary.n_cached);
+        }
         const std::vector<int32_t>& prompt = slot->pending->request.prompt;
         SequenceInput input;
-        input.session = slot->session.get();
+        input.session = slot->session;
         if (slot->prefilling()) {
-            const size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
+            size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
+            if (slot->next_checkpoint < slot->checkpoints.size())
+                n = std::min(n, size_t(slot->checkpoints[slot->next_checkpoint]) - slot->n_fed);
             input.tokens = std::span(prompt.data() + slot->n_fed, n);
         } else {
             input.tokens = std::span(&slot->last, 1);
@@ -184,6 +225,10 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         if (slot.prefilling()) {
             slot.n_fed += inputs[i].tokens.size();
             prompt_tokens += inputs[i].tokens.size();
+            if (slot.at_checkpoint()) {
+                cache_.insert(slot.session->snapshot());
+                ++slot.next_checkpoint;
+            }
             if (slot.prefilling()) continue;
         }
         const GenerationParams& params = slot.pending->request.params;
@@ -212,28 +257,95 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
             slot.last = token;
         }
     }
-    // Finished slots: tell the sink, free the sequence's memory, hand the session back.
-    std::vector<std::unique_ptr<Session>> freed;
-    uint64_t n_finished = 0;
-    for (auto& slot : active) {
-        if (!slot->done) continue;
+    // Finished slots go back first (their sessions keep their tokens for /slots), then their sinks
+    // are told: a client that acts on the answer (e.g. saves the slot) finds the slot idle.
+    std::vector<std::unique_ptr<Slot>> finished;
+    for (auto& slot : active)
+        if (slot->done) finished.push_back(std::move(slot));
+    std::erase_if(active, [](const std::unique_ptr<Slot>& slot) { return !slot; });
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& slot : finished) free_ids_.push_back(slot->id);
+        for (const auto& slot : active) slot_tokens_[size_t(slot->id)] = slot->session->position();
+        for (const auto& slot : finished) slot_tokens_[size_t(slot->id)] = slot->session->position();
+        stats_.active = active.size();
+        stats_.cached_prompt_tokens += cached_tokens;
+        stats_.prompt_tokens += prompt_tokens;
+        stats_.generated_tokens += generated_tokens;
+        stats_.decode_seconds += decode_seconds;
+        stats_.finished += finished.size();
+    }
+    for (const auto& slot : finished) {
         try {
             slot->pending->sink->on_finish(slot->summary);
         } catch (const std::exception&) {
             // The request is over either way; a sink that fails here has nothing left to tell.
         }
-        slot->session->reset();
-        freed.push_back(std::move(slot->session));
-        ++n_finished;
     }
-    std::erase_if(active, [](const std::unique_ptr<Slot>& slot) { return slot->done; });
+}
+
+std::vector<SlotInfo> Scheduler::slots() const {
     std::lock_guard lock(mutex_);
-    for (auto& session : freed) free_sessions_.push_back(std::move(session));
-    stats_.active = active.size();
-    stats_.prompt_tokens += prompt_tokens;
-    stats_.generated_tokens += generated_tokens;
-    stats_.decode_seconds += decode_seconds;
-    stats_.finished += n_finished;
+    std::vector<SlotInfo> slots;
+    for (int id = 0; id < options_.n_slots; ++id)
+        slots.push_back({id, std::find(free_ids_.begin(), free_ids_.end(), id) == free_ids_.end(),
+                         slot_tokens_[size_t(id)]});
+    return slots;
+}
+
+Session& Scheduler::claim_idle(int id) {
+    std::lock_guard lock(mutex_);
+    if (id < 0 || id >= options_.n_slots)
+        throw Error("slot id " + std::to_string(id) + " is out of range (0.." + std::to_string(options_.n_slots - 1) + ")");
+    const auto it = std::find(free_ids_.begin(), free_ids_.end(), id);
+    if (it == free_ids_.end()) throw Error("slot " + std::to_string(id) + " is busy");
+    free_ids_.erase(it);
+    return *sessions_[size_t(id)];
+}
+
+void Scheduler::release(int id) {
+    {
+        std::lock_guard lock(mutex_);
+        free_ids_.push_back(id);
+        slot_tokens_[size_t(id)] = sessions_[size_t(id)]->position();
+    }
+    wake_.notify_one();  // a queued request may be waiting for it
+}
+
+namespace {
+
+// Gives a claimed slot back however the file operation ends.
+struct SlotClaim {
+    std::function<void()> release;
+    ~SlotClaim() { release(); }
+};
+
+}  // namespace
+
+SlotFileResult Scheduler::save_slot(int id, const std::string& path) {
+    Session& session = claim_idle(id);
+    const SlotClaim claim{[&] { release(id); }};
+    const Clock::time_point start = Clock::now();
+    const uint64_t bytes = write_session_file(path, *session.snapshot(), engine_.identity());
+    return {session.position(), bytes, ms_between(start, Clock::now())};
+}
+
+SlotFileResult Scheduler::restore_slot(int id, const std::string& path) {
+    Session& session = claim_idle(id);
+    const SlotClaim claim{[&] { release(id); }};
+    const Clock::time_point start = Clock::now();
+    const auto state = std::make_shared<const SessionState>(read_session_file(path, engine_, engine_.identity()));
+    session.restore(state);
+    cache_.insert(state);
+    return {session.position(), std::filesystem::file_size(path), ms_between(start, Clock::now())};
+}
+
+int64_t Scheduler::erase_slot(int id) {
+    Session& session = claim_idle(id);
+    const SlotClaim claim{[&] { release(id); }};
+    const int64_t n = session.position();
+    session.reset();
+    return n;
 }
 
 }  // namespace k3::runtime

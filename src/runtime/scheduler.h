@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/generation.h"  // GenerationParams, FinishReason (shared with k3 run)
+#include "runtime/prefix_cache.h"
 
 namespace k3::runtime {
 
@@ -32,12 +33,15 @@ struct SchedulerOptions {
     int64_t ctx_size = 0;         // tokens per sequence (prompt + generated); 0: the model's
     size_t queue_capacity = 64;   // requests waiting for a slot
     int64_t prefill_chunk = 512;  // prompt tokens fed per step, so long prompts do not stall others
+    PrefixCacheOptions cache = {};  // the prompt cache every slot resumes from
 };
 
 // GenerationParams::n_ctx is not used here: every slot has the scheduler's ctx_size.
 struct GenerationRequest {
     std::vector<int32_t> prompt;  // at least one token
     GenerationParams params;      // max_tokens < 0: until the context is full
+    bool cache_prompt = true;     // resume from the prompt cache and store checkpoints in it
+    std::vector<int64_t> boundaries;  // token positions where a chat's messages end (checkpoints)
 };
 
 enum class JobOutcome {
@@ -51,6 +55,7 @@ struct GenerationSummary {
     FinishReason finish = FinishReason::length;  // when finished: stop_id, length, context or caller
     std::string error;
     int64_t n_prompt = 0;
+    int64_t n_cached = 0;          // prompt tokens resumed from the prompt cache
     int64_t n_generated = 0;       // tokens delivered to on_token
     double queue_ms = 0.0;         // submit -> slot
     double first_token_ms = 0.0;   // submit -> first token (0 if none)
@@ -83,9 +88,24 @@ struct SchedulerStats {
     size_t queued = 0;           // waiting for a slot
     size_t active = 0;           // in a slot
     uint64_t prompt_tokens = 0;  // totals since start
+    uint64_t cached_prompt_tokens = 0;  // prompt tokens resumed from the prompt cache
     uint64_t generated_tokens = 0;
     uint64_t finished = 0;
     double decode_seconds = 0.0;  // time spent in Engine::decode
+};
+
+// What /slots lists about one slot.
+struct SlotInfo {
+    int id = 0;
+    bool processing = false;
+    int64_t n_tokens = 0;  // the tokens its session holds (kept after a request ends)
+};
+
+// The result of a slot save or restore (llama-server's fields).
+struct SlotFileResult {
+    int64_t n_tokens = 0;
+    uint64_t n_bytes = 0;
+    double ms = 0.0;
 };
 
 class Scheduler {
@@ -108,6 +128,15 @@ public:
     SchedulerStats stats() const;
     int64_t ctx_size() const { return options_.ctx_size; }
     int n_slots() const { return options_.n_slots; }
+    PrefixCache& cache() { return cache_; }
+
+    std::vector<SlotInfo> slots() const;
+    // An idle slot's session to a file / from a file (then also in the prompt cache, so the next
+    // request resumes from it) / emptied. Throws k3::Error for an id out of range, a busy slot, a
+    // file that cannot be written, or one that is not this model's session state.
+    SlotFileResult save_slot(int id, const std::string& path);
+    SlotFileResult restore_slot(int id, const std::string& path);
+    int64_t erase_slot(int id);  // returns the tokens dropped
 
 private:
     struct Pending;
@@ -115,10 +144,16 @@ private:
     void run();
     void admit_locked(std::vector<std::unique_ptr<Slot>>& admitted);
     void step(std::vector<std::unique_ptr<Slot>>& active);
+    void start(Slot& slot);
+    Session& claim_idle(int id);  // takes an idle slot out of service (for slot files)
+    void release(int id);
 
     const Engine& engine_;
     SchedulerOptions options_;
-    std::vector<std::unique_ptr<Session>> free_sessions_;  // one per idle slot
+    PrefixCache cache_;
+    std::vector<std::unique_ptr<Session>> sessions_;  // by slot id
+    std::vector<int> free_ids_;                       // idle slots
+    std::vector<int64_t> slot_tokens_;                // by slot id, as of the last step
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::unique_ptr<Pending>> queue_;

@@ -1,5 +1,6 @@
-// One sequence being generated: its KDA recurrent and conv states, its MLA latent cache and
-// its position. Not thread-safe; a session belongs to one caller at a time.
+// One sequence being generated: its KDA recurrent and conv states, its MLA latent cache (in
+// shared pages, model/state.h), the ids it has consumed and the KDA checkpoints it keeps so it
+// can roll back. Not thread-safe; a session belongs to one caller at a time.
 #pragma once
 
 #include <cstdint>
@@ -7,14 +8,21 @@
 #include <span>
 #include <vector>
 
-namespace k3::model { struct SequenceState; }
+#include "model/state.h"
 
 namespace k3::runtime {
 
 class Engine;
 
+// A sequence's state at one position with the ids that led there.
+struct SessionState {
+    model::SequenceState sequence;
+    std::vector<int32_t> tokens;  // tokens.size() == sequence.position
+};
+
 // A saved copy of a session's state (prompt caching). Immutable; restorable any number of times.
-using SessionSnapshot = std::shared_ptr<const model::SequenceState>;
+// It shares the session's MLA pages and KDA states, so taking one costs pointers, not a copy.
+using SessionSnapshot = std::shared_ptr<const SessionState>;
 
 class Session {
 public:
@@ -28,17 +36,29 @@ public:
     std::vector<float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
     int64_t position() const;  // tokens consumed so far
-    void reset();              // back to an empty sequence
+    const std::vector<int32_t>& tokens() const { return state_.tokens; }
+    void reset();              // back to an empty sequence (checkpoints dropped)
 
     SessionSnapshot snapshot() const;
-    void restore(const SessionSnapshot& snapshot);  // k3::Error if from another model
+    void restore(const SessionSnapshot& snapshot);  // k3::Error if from another model; checkpoints dropped
+
+    // Remembers the state at the current position, for truncate(). Costs pointers until the
+    // next eval, which then copies the KDA state (about 434 MB on the real K3) once.
+    void checkpoint();
+    // Back to the first `position` tokens: restores the nearest checkpoint at or before it (the
+    // empty sequence at worst) and replays the tokens between. k3::Error if beyond position().
+    void truncate(int64_t position);
+    // The position truncate(position) would restore before replaying.
+    int64_t checkpoint_at_or_before(int64_t position) const;
 
     const Engine& engine() const { return engine_; }
-    model::SequenceState& state() { return *state_; }
+    model::SequenceState& state() { return state_.sequence; }
 
 private:
+    friend class Engine;  // decode() records the tokens it feeds
     const Engine& engine_;
-    std::unique_ptr<model::SequenceState> state_;
+    SessionState state_;
+    std::vector<SessionSnapshot> checkpoints_;  // ascending positions, all <= position()
 };
 
 }  // namespace k3::runtime

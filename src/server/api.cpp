@@ -1,7 +1,9 @@
 #include "server/api.h"
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "gguf/gguf_file.h"
 #include "runtime/engine.h"
@@ -14,7 +16,7 @@ namespace k3::server {
 namespace {
 
 constexpr const char* kPaths[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                                  "/completion", "/tokenize", "/detokenize"};
+                                  "/completion", "/tokenize", "/detokenize", "/slots"};
 
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -97,6 +99,8 @@ Reply Api::route(const HttpRequest& request) {
     if (path == "/metrics") return expect("GET"), Reply{metrics(), nullptr};
     if (path == "/tokenize") return expect("POST"), Reply{tokenize(request), nullptr};
     if (path == "/detokenize") return expect("POST"), Reply{detokenize(request), nullptr};
+    if (path == "/slots") return expect("GET"), Reply{slots(), nullptr};
+    if (path.starts_with("/slots/")) return expect("POST"), Reply{slot_action(request), nullptr};
     throw ApiError(404, "no such endpoint: " + path, "not_found");
 }
 
@@ -105,6 +109,26 @@ std::vector<int32_t> Api::encode_chat(const ChatInput& input) const {
                                     text::chat_variables(input.messages, input.tools, /*add_generation_prompt=*/true,
                                                          bos_text_, eos_text_, input.template_extra))
         .ids;
+}
+
+// Where the system prompt and the messages before the last one end in `prompt`, so the prompt
+// cache keeps checkpoints there (a new conversation with the same system prompt, or the last
+// message edited, resumes from one). A rendering that is not a token prefix of the whole gives none.
+std::vector<int64_t> Api::message_boundaries(const ChatInput& input, const std::vector<int32_t>& prompt) const {
+    std::vector<int64_t> boundaries;
+    const size_t n = input.messages.size();
+    for (size_t head : {size_t(1), n - 1}) {
+        if (head == 0 || head >= n) continue;
+        const Json messages(input.messages.begin(), input.messages.begin() + std::ptrdiff_t(head));
+        const std::vector<int32_t> ids =
+            text::render_chat_prompt(*template_, tokenizer_,
+                                     text::chat_variables(messages, input.tools, /*add_generation_prompt=*/false,
+                                                          bos_text_, eos_text_, input.template_extra))
+                .ids;
+        if (ids.size() < prompt.size() && std::equal(ids.begin(), ids.end(), prompt.begin()))
+            boundaries.push_back(int64_t(ids.size()));
+    }
+    return boundaries;
 }
 
 // Text pieces may carry control tokens (as llama.cpp's completion prompts do); ids pass as given.
@@ -156,6 +180,8 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
                                     std::to_string(engine_.n_vocab()), "invalid_value");
 
     runtime::GenerationRequest job_request;
+    if (chat) job_request.boundaries = message_boundaries(*chat, prompt);
+    job_request.cache_prompt = params.cache_prompt;
     job_request.prompt = std::move(prompt);
     job_request.params.sampling = params.sampling;
     if (auto grammar = output_constraint_.for_request(params, chat ? &*chat : nullptr)) {
@@ -214,6 +240,62 @@ HttpResponse Api::detokenize(const HttpRequest& request) const {
     return json_response({{"content", text}});
 }
 
+HttpResponse Api::slots() const {
+    Json list = Json::array();
+    for (const runtime::SlotInfo& slot : scheduler_.slots())
+        list.push_back({{"id", slot.id},
+                        {"n_ctx", scheduler_.ctx_size()},
+                        {"speculative", false},
+                        {"is_processing", slot.processing},
+                        {"n_prompt_tokens", slot.n_tokens}});
+    return json_response(list);
+}
+
+// POST /slots/ID?action=save|restore|erase, {"filename": NAME} for save and restore: a plain
+// file name inside --slot-save-path (llama-server's rules).
+HttpResponse Api::slot_action(const HttpRequest& request) {
+    const std::string id_text = request.path.substr(std::string_view("/slots/").size());
+    int id = -1;
+    const auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+    if (ec != std::errc() || end != id_text.data() + id_text.size() || id < 0 || id >= scheduler_.n_slots())
+        throw ApiError(400, "slot id '" + id_text + "' is out of range (0.." + std::to_string(scheduler_.n_slots() - 1) + ")",
+                       "invalid_value");
+    const std::string action = request.query.starts_with("action=") ? request.query.substr(7) : std::string();
+    try {
+        if (action == "erase") return json_response({{"id_slot", id}, {"n_erased", scheduler_.erase_slot(id)}});
+        if (action != "save" && action != "restore")
+            throw ApiError(400, "action must be save, restore or erase (?action=...)", "invalid_value");
+        if (options_.slot_save_path.empty())
+            throw ApiError(501, "slot files are off: start the server with --slot-save-path DIR", "not_supported");
+        const Json body = parse_body(request.body);
+        const auto filename = body.find("filename");
+        if (filename == body.end() || !filename->is_string())
+            throw ApiError(400, "'filename' must be a string", "invalid_type");
+        const std::string name = filename->get<std::string>();
+        // One plain name: no separators, no "." or "..", nothing that leaves the folder.
+        if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos ||
+            name.find('\0') != std::string::npos)
+            throw ApiError(400, "filename '" + name + "' must be a plain file name inside --slot-save-path",
+                           "invalid_value");
+        const std::string path = (std::filesystem::path(options_.slot_save_path) / name).string();
+        if (action == "save") {
+            const runtime::SlotFileResult saved = scheduler_.save_slot(id, path);
+            return json_response({{"id_slot", id}, {"filename", name}, {"n_saved", saved.n_tokens},
+                                  {"n_written", saved.n_bytes}, {"timings", {{"save_ms", saved.ms}}}});
+        }
+        if (!std::filesystem::is_regular_file(path))
+            throw ApiError(404, "no slot file '" + name + "' in --slot-save-path", "not_found");
+        const runtime::SlotFileResult restored = scheduler_.restore_slot(id, path);
+        return json_response({{"id_slot", id}, {"filename", name}, {"n_restored", restored.n_tokens},
+                              {"n_read", restored.n_bytes}, {"timings", {{"restore_ms", restored.ms}}}});
+    } catch (const ApiError&) {
+        throw;
+    } catch (const Error& e) {  // a busy slot, an unwritable path, a foreign or corrupt file
+        std::fprintf(stderr, "k3 serve: warning: slot %d %s: %s\n", id, action.c_str(), e.what());
+        throw ApiError(400, e.what(), "invalid_value");
+    }
+}
+
 HttpResponse Api::models() const {
     Json model = {{"id", options_.model_name},
                   {"object", "model"},
@@ -252,6 +334,13 @@ HttpResponse Api::metrics() const {
     metric("k3_requests_finished_total", "counter", "Generation requests finished (any outcome).",
            double(stats.finished));
     metric("k3_prompt_tokens_total", "counter", "Prompt tokens fed to the model.", double(stats.prompt_tokens));
+    metric("k3_prompt_tokens_cached_total", "counter", "Prompt tokens resumed from the prompt cache.",
+           double(stats.cached_prompt_tokens));
+    const runtime::PrefixCacheStats cache = scheduler_.cache().stats();
+    metric("k3_prompt_cache_bytes", "gauge", "Memory held by the prompt cache (--cache-ram).", double(cache.bytes));
+    metric("k3_prompt_cache_entries", "gauge", "States in the prompt cache's memory.", double(cache.entries));
+    metric("k3_prompt_cache_evictions_total", "counter", "States evicted from the prompt cache's memory.",
+           double(cache.evictions));
     metric("k3_generated_tokens_total", "counter", "Tokens generated.", double(stats.generated_tokens));
     metric("k3_queue_depth", "gauge", "Requests waiting for a slot.", double(stats.queued));
     metric("k3_active_sequences", "gauge", "Requests being generated.", double(stats.active));

@@ -28,6 +28,7 @@ struct ApiOptions {
     std::string api_key;     // empty: no authentication
     std::optional<std::string> default_grammar;  // GBNF (--grammar-file) for unconstrained requests
     SamplingDefaults sampling_defaults;          // for fields a request leaves out
+    std::string slot_save_path;  // folder for POST /slots/ID?action=save|restore; empty: off
 };
 
 class Api {
@@ -47,6 +48,9 @@ private:
     HttpResponse tokenize(const HttpRequest& request) const;
     HttpResponse detokenize(const HttpRequest& request) const;
     HttpResponse models() const;
+    HttpResponse slots() const;
+    HttpResponse slot_action(const HttpRequest& request);
+    std::vector<int64_t> message_boundaries(const ChatInput& input, const std::vector<int32_t>& prompt) const;
     HttpResponse metrics() const;
     bool authorized(const HttpRequest& request) const;
     void count(const std::string& path, int status);

@@ -153,7 +153,8 @@ void GenerationSink::emit(const text::OutputDelta& delta) {
 Json GenerationSink::usage(const runtime::GenerationSummary& summary) const {
     return {{"prompt_tokens", summary.n_prompt},
             {"completion_tokens", summary.n_generated},
-            {"total_tokens", summary.n_prompt + summary.n_generated}};
+            {"total_tokens", summary.n_prompt + summary.n_generated},
+            {"prompt_tokens_details", {{"cached_tokens", summary.n_cached}}}};
 }
 
 std::string GenerationSink::finish_reason(const runtime::GenerationSummary& summary) const {

@@ -14,6 +14,7 @@ namespace k3::server {
 struct HttpRequest {
     std::string method;         // "GET", "POST", ...
     std::string path;           // target without the query string
+    std::string query;          // what follows '?' in the target, if anything
     std::string authorization;  // the Authorization header, if any
     std::string body;
 };

@@ -78,12 +78,12 @@ void check_content(const Json& message, size_t index, bool may_be_empty) {
 const std::set<std::string_view> kCommonFields = {
     "model", "temperature", "top_p", "min_p", "top_k", "seed", "n", "max_tokens", "stop", "stream",
     "stream_options", "presence_penalty", "frequency_penalty", "repeat_penalty", "repeat_last_n", "logit_bias",
-    "grammar", "json_schema", "response_format", "user", "ignore_eos"};
+    "grammar", "json_schema", "response_format", "user", "ignore_eos", "cache_prompt"};
 const std::set<std::string_view> kChatFields = {
     "messages", "max_completion_tokens", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
     "reasoning_effort", "logprobs", "top_logprobs"};
 const std::set<std::string_view> kCompletionsFields = {"prompt", "logprobs"};
-const std::set<std::string_view> kLlamaCompletionFields = {"prompt", "n_predict", "n_probs", "cache_prompt"};
+const std::set<std::string_view> kLlamaCompletionFields = {"prompt", "n_predict", "n_probs"};
 
 void refuse_unknown_fields(const Json& body, Endpoint endpoint) {
     const std::set<std::string_view>& own = endpoint == Endpoint::chat          ? kChatFields
@@ -253,6 +253,7 @@ GenerationParams parse_generation_params(const Json& body, Endpoint endpoint, co
 
     params.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
     params.stream = bool_field(body, "stream").value_or(false);
+    params.cache_prompt = bool_field(body, "cache_prompt").value_or(true);
     if (const Json* options = member(body, "stream_options")) {
         if (!options->is_object()) wrong_type("stream_options", "an object");
         params.include_usage = bool_field(*options, "include_usage").value_or(false);

@@ -39,6 +39,7 @@ struct GenerationParams {
     // `json_schema`, or `response_format` json_object / json_schema); at most one.
     std::optional<std::string> grammar;
     std::optional<Json> json_schema;
+    bool cache_prompt = true;           // llama.cpp's: resume from the prompt cache
 };
 
 // What a request leaves out, as `k3 serve --temp --top-p --top-k --min-p --seed -n` set it.

@@ -27,11 +27,13 @@ int serve(const ServeOptions& options) {
     scheduler_options.ctx_size = options.ctx_size;
     scheduler_options.queue_capacity = options.queue_size;
     scheduler_options.prefill_chunk = options.prefill_chunk;
+    scheduler_options.cache = options.cache;
     // Joined explicitly before the HTTP server goes: its thread may still answer into channels
     // whose notifiers post to the server's I/O context.
     std::optional<runtime::Scheduler> scheduler(std::in_place, *engine, scheduler_options);
 
-    ApiOptions api_options{options.model_name, options.api_key, std::nullopt, options.sampling};
+    ApiOptions api_options{options.model_name, options.api_key, std::nullopt, options.sampling,
+                           options.slot_save_path};
     if (!options.grammar_file.empty()) {
         std::ifstream file(options.grammar_file, std::ios::binary);
         if (!file) throw Error("--grammar-file: cannot read '" + options.grammar_file + "'");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "runtime/prefix_cache.h"
 #include "server/http_server.h"
 #include "server/request_parsing.h"
 
@@ -25,6 +26,8 @@ struct ServeOptions {
     SamplingDefaults sampling;   // for fields a request leaves out
     runtime::ResidencyOptions residency;  // memory budget and expert cache
     kernels::Numerics numerics = kernels::Numerics::native;  // --exact
+    runtime::PrefixCacheOptions cache;    // the prompt cache
+    std::string slot_save_path;           // folder for slot files; empty: off
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts

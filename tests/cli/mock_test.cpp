@@ -184,7 +184,7 @@ TEST(Mock, RefusesImpossibleShapesAndTypes) {
     testing::ScratchDir dir;
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--vocab", "300"}).exit_code, 1);
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--experts-used", "99"}).exit_code, 1);
-    EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--type", "q9_9"}).exit_code, 1);
+    EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--type", "q9_9"}).exit_code, 2);  // a usage error
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--preset", "huge"}).exit_code, 1);
     EXPECT_EQ(testing::run_k3({"mock", "-o", dir.file("x.gguf"), "--routing-skew", "-1"}).exit_code, 1);
     EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));

@@ -54,6 +54,30 @@ TEST(RunCommand, GreedyRawContinuationEqualsFixtureForEveryCase) {
     }
 }
 
+// --prompt-cache: the second run resumes from the saved prompt state and gives the reference
+// tokens; a damaged file is ignored with a warning and the answer is unchanged.
+TEST(RunCommand, PromptCacheFileIsReusedAndADamagedOneIgnored) {
+    const json c = json::parse(testing::read_text(fixture("tiny-k3/cases.json")))["cases"][2];
+    testing::ScratchDir dir;
+    const std::string cache = dir.file("prompt.k3state");
+    const std::vector<std::string> args = {"run", "-m", model(), "--tokens", join_ids(c["prompt"]), "--temp", "0",
+                                           "-n", "32", "--json", "-q", "-t", "2", "--prompt-cache", cache};
+    const size_t n_prompt = c["prompt"].size();
+    for (int run = 0; run < 2; ++run) {
+        const CommandResult r = run_k3(args);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const json out = json::parse(r.out);
+        EXPECT_EQ(out["tokens"], c["generated"]) << "run " << run;
+        // The second run feeds only what follows the saved checkpoint (the last 16-token chunk boundary).
+        EXPECT_EQ(out["timings"]["prompt_tokens"], run == 0 ? n_prompt : n_prompt - (n_prompt - 1) / 16 * 16);
+    }
+    testing::write_bytes(cache, "damaged", 7);
+    const CommandResult r = run_k3(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: --prompt-cache: ignoring"), std::string::npos) << r.err;
+    EXPECT_EQ(json::parse(r.out)["tokens"], c["generated"]);
+}
+
 // The streamed text is the same as the collected one, and --stop cuts it before the first
 // occurrence of the stop string, which is never shown.
 TEST(RunCommand, StreamsTextAndCutsAtStopString) {

@@ -1,6 +1,6 @@
 // runtime::generate and runtime::CachedSession on tiny-k3: greedy generation equals llama.cpp's
-// continuation; a prompt that extends the cached one, or the last prompt's snapshot, or
-// neither, leads to the reference logits; stop ids, the caller and the context end generation.
+// continuation; a prompt that extends the cached one, or a cached checkpoint, or neither,
+// leads to the reference logits; stop ids, the caller and the context end generation.
 // (Here rather than in tests/runtime to share fixture_cases.h.)
 #include <gtest/gtest.h>
 
@@ -71,7 +71,7 @@ TEST_F(Generation, GreedyEqualsReferenceContinuationForEveryCase) {
     }
 }
 
-TEST_F(Generation, PrefillReusesExtendedStateSnapshotOrStartsOver) {
+TEST_F(Generation, PrefillResumesFromTheLongestCachedCheckpointOrStartsOver) {
     const FixtureCase& medium = fixture_->cases[1];
     const FixtureCase& shorter = fixture_->cases[0];
     const size_t n = medium.prompt.size();
@@ -81,15 +81,16 @@ TEST_F(Generation, PrefillReusesExtendedStateSnapshotOrStartsOver) {
     expect_reference_row(medium, session.prefill(head(medium, n), &reused), n);
     EXPECT_EQ(reused, 0);
 
-    // Extends what was consumed: only the new tokens are fed.
+    // Extends what was consumed: resumes from the checkpoint stored at the last KDA chunk
+    // boundary before the previous prompt's end (32 of 40 tokens).
     expect_reference_row(medium, session.prefill(head(medium, n + 10), &reused), n + 10);
-    EXPECT_EQ(reused, int64_t(n));
+    EXPECT_EQ(reused, 32);
 
-    // Diverges after the last prompt: back to its snapshot, then the new tokens.
+    // Diverges after the last prompt: back to its last checkpoint (48 of 50 tokens).
     session.feed(7);
     session.feed(8);
     expect_reference_row(medium, session.prefill(head(medium, n + 14), &reused), n + 14);
-    EXPECT_EQ(reused, int64_t(n + 10));
+    EXPECT_EQ(reused, 48);
 
     // Neither: start over.
     expect_reference_row(shorter, session.prefill(shorter.prompt, &reused), shorter.prompt.size());

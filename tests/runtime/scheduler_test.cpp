@@ -1,5 +1,6 @@
 // runtime::Scheduler on tiny-k3: batched greedy generation equals llama.cpp's reference (with
-// prompts fed in chunks across steps), the queue is bounded, and cancelling frees the slot.
+// prompts fed in chunks across steps), the queue is bounded, and cancelling frees the slot;
+// requests resume from the prompt cache with several slots busy; slot files save and restore.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -8,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine.h"
+#include "runtime/generation.h"
 #include "runtime/scheduler.h"
+#include "runtime/session_file.h"
 #include "support/test_support.h"
 #include "util/error.h"
 
@@ -121,6 +124,77 @@ TEST_F(SchedulerTest, RefusesRequestsThatCannotFit) {
     EXPECT_THROW(scheduler.submit(greedy({1, 5000}, 1), sink), Error);
     ASSERT_NE(scheduler.submit(greedy({1, 2}, 14), sink), nullptr);
     EXPECT_EQ(sink->wait().n_generated + 2, 16);
+}
+
+// A long shared prefix (the fixture's longest sequence) followed by a different question each.
+std::vector<int32_t> conversation(const nlohmann::json& cases, size_t question) {
+    std::vector<int32_t> prompt = cases[2]["prompt"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> tail = cases[question]["prompt"].get<std::vector<int32_t>>();
+    prompt.insert(prompt.end(), tail.begin(), tail.end());
+    return prompt;
+}
+
+TEST_F(SchedulerTest, RequestsResumeFromTheCacheWithSeveralSlotsBusy) {
+    const nlohmann::json cases = nlohmann::json::parse(read_text(fixture("tiny-k3/cases.json")))["cases"];
+    const int64_t system = int64_t(cases[2]["prompt"].size());
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 3, .ctx_size = 512, .queue_capacity = 8, .prefill_chunk = 64});
+    auto first = std::make_shared<CollectingSink>();
+    runtime::GenerationRequest request = greedy(conversation(cases, 3), 8);
+    request.boundaries = {system};
+    ASSERT_NE(scheduler.submit(request, first), nullptr);
+    EXPECT_EQ(first->wait().n_cached, 0);
+
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (size_t i = 0; i < 3; ++i) {
+        sinks.push_back(std::make_shared<CollectingSink>());
+        runtime::GenerationRequest next = greedy(conversation(cases, i), 8);
+        next.boundaries = {system};
+        ASSERT_NE(scheduler.submit(next, sinks.back()), nullptr);
+    }
+    for (size_t i = 0; i < 3; ++i) {
+        const GenerationSummary summary = sinks[i]->wait();
+        EXPECT_EQ(summary.n_cached, system / 16 * 16) << "the system prompt's checkpoint";
+        // The same greedy tokens as the prompt computed cold.
+        runtime::CachedSession cold(*engine_);
+        runtime::GenerationParams params = greedy({}, 8).params;
+        std::vector<int32_t> expected = runtime::generate(cold, conversation(cases, i), params, [](int32_t) { return true; }).tokens;
+        EXPECT_EQ(sinks[i]->tokens(), expected) << "question " << i;
+    }
+    EXPECT_EQ(scheduler.stats().cached_prompt_tokens, uint64_t(3 * (system / 16 * 16)));
+    for (const runtime::SlotInfo& slot : scheduler.slots()) {
+        EXPECT_FALSE(slot.processing);
+        EXPECT_GT(slot.n_tokens, system) << "slot " << slot.id << " keeps its tokens";
+    }
+
+    // cache_prompt false: computed from nothing.
+    auto uncached = std::make_shared<CollectingSink>();
+    runtime::GenerationRequest plain = greedy(conversation(cases, 0), 2);
+    plain.cache_prompt = false;
+    ASSERT_NE(scheduler.submit(plain, uncached), nullptr);
+    EXPECT_EQ(uncached->wait().n_cached, 0);
+}
+
+TEST_F(SchedulerTest, SlotFilesSaveRestoreAndErase) {
+    ScratchDir dir;
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 2, .ctx_size = 256});
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_NE(scheduler.submit(greedy({1, 2, 3, 4, 5}, 4), sink), nullptr);
+    sink->wait();
+    const int64_t n = scheduler.slots()[0].n_tokens;
+    ASSERT_GT(n, 5);
+    const runtime::SlotFileResult saved = scheduler.save_slot(0, dir.file("slot0.bin"));
+    EXPECT_EQ(saved.n_tokens, n);
+    EXPECT_GT(saved.n_bytes, 0u);
+    EXPECT_EQ(scheduler.erase_slot(0), n);
+    EXPECT_EQ(scheduler.slots()[0].n_tokens, 0);
+    EXPECT_EQ(scheduler.restore_slot(1, dir.file("slot0.bin")).n_tokens, n);
+    EXPECT_EQ(scheduler.slots()[1].n_tokens, n);
+    EXPECT_THROW(scheduler.save_slot(2, dir.file("x")), Error);
+    EXPECT_THROW(scheduler.erase_slot(-1), Error);
+    write_bytes(dir.file("junk.bin"), "junk", 4);
+    EXPECT_THROW(scheduler.restore_slot(0, dir.file("junk.bin")), Error);
+    EXPECT_THROW(scheduler.restore_slot(0, dir.file("missing.bin")), Error);
+    EXPECT_EQ(scheduler.slots()[0].n_tokens, 0) << "a failed restore leaves the slot as it was";
 }
 
 }  // namespace

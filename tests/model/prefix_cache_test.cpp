@@ -1,0 +1,188 @@
+// The prompt cache (issue #13) on tiny-k3: a request answered from the cache gives the logits of
+// the same request computed cold (max |Δlogit| <= 1e-4) and the same greedy tokens, for an exact
+// repeat, a conversation extended by a turn, an edited last message, two conversations sharing
+// a system prompt, after eviction under a small budget and after a restart from the disk tier;
+// a corrupt or foreign file in the folder is ignored. (Scheduler slots: tests/runtime.)
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "model/fixture_cases.h"
+#include "runtime/engine.h"
+#include "runtime/generation.h"
+#include "runtime/prefix_cache.h"
+#include "runtime/session_file.h"
+#include "support/test_support.h"
+#include "util/error.h"
+
+namespace k3::runtime {
+namespace {
+
+using testing::ModelFixture;
+
+constexpr float kCacheTolerance = 1e-4f;  // issue #13
+
+std::vector<int32_t> concat(std::initializer_list<std::span<const int32_t>> parts) {
+    std::vector<int32_t> all;
+    for (std::span<const int32_t> part : parts) all.insert(all.end(), part.begin(), part.end());
+    return all;
+}
+
+class PrefixCacheTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        fixture_ = new ModelFixture(testing::load_model_fixture("tiny-k3"));
+        EngineOptions options;
+        options.n_threads = 2;
+        engine_ = Engine::load(fixture_->model_path, options).release();
+    }
+    static void TearDownTestSuite() {
+        delete engine_;
+        delete fixture_;
+    }
+
+    // Stand-ins for chat parts, cut from the fixture's token sequences: a 130-token system
+    // prompt and user messages (the fixture's short/medium/special cases).
+    static std::span<const int32_t> system() { return fixture_->cases[2].tokens; }
+    static std::span<const int32_t> message(size_t i) { return fixture_->cases[i == 2 ? 3 : i].prompt; }
+
+    static GenerationParams greedy(int64_t n) {
+        GenerationParams params;
+        params.sampling.temperature = 0.0f;
+        params.max_tokens = n;
+        return params;
+    }
+
+    // Prefills `prompt` through `cached` and checks it against a cold computation; returns the
+    // tokens reused. Records the largest |Δlogit| seen.
+    int64_t expect_as_cold(CachedSession& cached, const std::vector<int32_t>& prompt,
+                           std::span<const int64_t> boundaries = {}) {
+        int64_t reused = -1;
+        const std::vector<float> logits = cached.prefill(prompt, &reused, boundaries);
+        const std::vector<float> cold = engine_->new_session()->eval(prompt);
+        const float diff = testing::max_abs_diff(logits.data(), cold.data(), fixture_->n_vocab);
+        EXPECT_LE(diff, kCacheTolerance) << prompt.size() << " tokens, " << reused << " reused";
+        max_diff_ = std::max(max_diff_, diff);
+        // Greedy continuation from the cached state equals the cold one.
+        CachedSession fresh(*engine_);
+        const auto on_token = [](int32_t) { return true; };
+        EXPECT_EQ(generate(cached, prompt, greedy(8), on_token).tokens, generate(fresh, prompt, greedy(8), on_token).tokens);
+        return reused;
+    }
+    void TearDown() override { std::printf("[ measured ] max |dlogit| cached vs cold: %.3g\n", double(max_diff_)); }
+
+    float max_diff_ = 0.0f;
+    static ModelFixture* fixture_;
+    static Engine* engine_;
+};
+
+ModelFixture* PrefixCacheTest::fixture_ = nullptr;
+Engine* PrefixCacheTest::engine_ = nullptr;
+
+TEST_F(PrefixCacheTest, CheckpointPositionsAreChunkAlignedAndInsideThePrompt) {
+    PrefixCache cache(*engine_, {.checkpoint_every = 32});
+    const std::vector<int64_t> boundaries = {5, 40, 70};
+    EXPECT_EQ(cache.checkpoint_positions(0, 100, boundaries), (std::vector<int64_t>{32, 64, 96}));
+    EXPECT_EQ(cache.checkpoint_positions(40, 75, boundaries), (std::vector<int64_t>{64}));
+    EXPECT_EQ(cache.checkpoint_positions(0, 10, {}), std::vector<int64_t>{});
+    EXPECT_THROW(PrefixCache(*engine_, {.checkpoint_every = 20}), Error);
+    EXPECT_THROW(PrefixCache(*engine_, {.checkpoint_every = 0}), Error);
+}
+
+TEST_F(PrefixCacheTest, ExactRepeatExtendedTurnAndEditedMessageMatchCold) {
+    PrefixCache cache(*engine_, {});
+    CachedSession session(*engine_, &cache);
+    const std::vector<int32_t> turn1 = concat({system(), message(0)});
+    const std::vector<int64_t> boundaries = {int64_t(system().size())};
+    EXPECT_EQ(expect_as_cold(session, turn1, boundaries), 0);
+
+    // The same request again, from another session: resumes at the last chunk boundary before its end.
+    CachedSession other(*engine_, &cache);
+    EXPECT_EQ(expect_as_cold(other, turn1, boundaries), int64_t(turn1.size() - 1) / 16 * 16);
+
+    // Extended by the answer and a new message: from the first turn's last checkpoint.
+    const std::vector<int32_t> answer(session.consumed().begin() + std::ptrdiff_t(turn1.size()), session.consumed().end());
+    ASSERT_FALSE(answer.empty());
+    const std::vector<int32_t> turn2 = concat({turn1, answer, message(1)});
+    EXPECT_EQ(expect_as_cold(session, turn2, boundaries), int64_t(turn1.size() - 1) / 16 * 16);
+
+    // The last user message edited: resumes from the checkpoint at the system prompt's end.
+    std::vector<int32_t> edited = turn1;
+    edited[system().size() + 1] ^= 1;
+    CachedSession third(*engine_, &cache);
+    EXPECT_EQ(expect_as_cold(third, edited, boundaries), int64_t(system().size()) / 16 * 16);
+}
+
+TEST_F(PrefixCacheTest, ConversationsSharingASystemPromptReuseIt) {
+    PrefixCache cache(*engine_, {});
+    const std::vector<int64_t> boundaries = {int64_t(system().size())};
+    for (size_t i = 0; i < 3; ++i) {
+        CachedSession session(*engine_, &cache);
+        const int64_t reused = expect_as_cold(session, concat({system(), message(i)}), boundaries);
+        EXPECT_EQ(reused, i == 0 ? 0 : int64_t(system().size()) / 16 * 16) << "conversation " << i;
+    }
+    EXPECT_GE(cache.stats().hits, 2u);
+}
+
+TEST_F(PrefixCacheTest, EvictionKeepsTheBudgetAndResultsExact) {
+    // Room for about three states of the system prompt's length.
+    CachedSession probe(*engine_);
+    probe.prefill(system());
+    const uint64_t budget = 3 * probe.session().snapshot()->sequence.bytes();
+    PrefixCache cache(*engine_, {.ram_bytes = budget, .checkpoint_every = 32});
+    for (size_t round = 0; round < 2; ++round)
+        for (size_t i = 0; i < 3; ++i) {
+            CachedSession session(*engine_, &cache);
+            const int64_t reused = expect_as_cold(session, concat({system(), message(i), message((i + 1) % 3)}));
+            // A hit keeps the shared system prompt's checkpoints ahead of the conversations' own.
+            if (round + i > 0) {
+                EXPECT_GE(reused, 64) << "round " << round << " conversation " << i;
+            }
+            EXPECT_LE(cache.stats().bytes, budget);
+        }
+    EXPECT_GT(cache.stats().evictions, 0u);
+}
+
+TEST_F(PrefixCacheTest, DiskTierSurvivesARestartAndIgnoresCorruptOrForeignFiles) {
+    testing::ScratchDir dir;
+    const std::vector<int32_t> prompt = concat({system(), message(1)});
+    const std::vector<int32_t> longer = concat({prompt, message(0)});
+    const int64_t checkpoint = int64_t(prompt.size() - 1) / 16 * 16;  // the last before the prompt's end
+    {
+        PrefixCache cache(*engine_, {.dir = dir.path()});
+        CachedSession session(*engine_, &cache);
+        expect_as_cold(session, prompt);
+        EXPECT_GT(cache.stats().disk_entries, 0u);
+    }
+    std::string checkpoint_file;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+        if (read_session_file_tokens(entry.path().string(), engine_->identity()).size() == size_t(checkpoint))
+            checkpoint_file = entry.path().string();
+    ASSERT_FALSE(checkpoint_file.empty());
+    {
+        PrefixCache restarted(*engine_, {.dir = dir.path()});
+        EXPECT_EQ(restarted.stats().entries, 0u);
+        CachedSession session(*engine_, &restarted);
+        EXPECT_EQ(expect_as_cold(session, longer), checkpoint);
+    }
+    // Damage: the checkpoint's file with a byte flipped, a truncated copy, another model's state, a stranger.
+    std::vector<uint8_t> bytes = testing::read_bytes(checkpoint_file);
+    SessionState foreign = read_session_file(checkpoint_file, *engine_, engine_->identity());
+    foreign.tokens.back() ^= 1;  // another prefix, so that it would match if it were trusted
+    write_session_file(dir.file("foreign.k3state"), foreign, engine_->identity() + 1);
+    testing::write_bytes(dir.file("truncated.k3state"), bytes.data(), bytes.size() / 2);
+    bytes[bytes.size() / 2] ^= 0xff;
+    testing::write_bytes(checkpoint_file, bytes.data(), bytes.size());
+    testing::write_bytes(dir.file("stranger.k3state"), "hello", 5);
+    EXPECT_THROW(read_session_file(checkpoint_file, *engine_, engine_->identity()), Error);
+    EXPECT_THROW(read_session_file(dir.file("truncated.k3state"), *engine_, engine_->identity()), Error);
+    EXPECT_THROW(read_session_file(dir.file("foreign.k3state"), *engine_, engine_->identity()), Error);
+
+    PrefixCache restarted(*engine_, {.dir = dir.path()});
+    CachedSession session(*engine_, &restarted);
+    EXPECT_EQ(expect_as_cold(session, longer), 0);  // nothing trustworthy matches: computed cold
+}
+
+}  // namespace
+}  // namespace k3::runtime
