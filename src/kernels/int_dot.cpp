@@ -9,16 +9,16 @@ namespace {
 struct IntDotEntry {
     tensor::Type weight;
     IntDotFn IntDotKernels::*kernel;
-    IntDotRowsFn IntDotRowsKernels::*rows;  // null: none
+    IntDotTileFn IntDotTileKernels::*tile;  // null: none
 };
 constexpr IntDotEntry kIntDotTable[] = {
-    {tensor::Type::Q8_0, &IntDotKernels::q8_0, &IntDotRowsKernels::q8_0},
-    {tensor::Type::MXFP4, &IntDotKernels::mxfp4, &IntDotRowsKernels::mxfp4},
-    {tensor::Type::Q4_0, &IntDotKernels::q4_0, &IntDotRowsKernels::q4_0},
-    {tensor::Type::Q5_0, &IntDotKernels::q5_0, &IntDotRowsKernels::q5_0},
-    {tensor::Type::IQ4_NL, &IntDotKernels::iq4_nl, &IntDotRowsKernels::iq4_nl},
-    {tensor::Type::Q4_1, &IntDotKernels::q4_1, &IntDotRowsKernels::q4_1},
-    {tensor::Type::Q5_1, &IntDotKernels::q5_1, &IntDotRowsKernels::q5_1},
+    {tensor::Type::Q8_0, &IntDotKernels::q8_0, &IntDotTileKernels::q8_0},
+    {tensor::Type::MXFP4, &IntDotKernels::mxfp4, &IntDotTileKernels::mxfp4},
+    {tensor::Type::Q4_0, &IntDotKernels::q4_0, &IntDotTileKernels::q4_0},
+    {tensor::Type::Q5_0, &IntDotKernels::q5_0, &IntDotTileKernels::q5_0},
+    {tensor::Type::IQ4_NL, &IntDotKernels::iq4_nl, &IntDotTileKernels::iq4_nl},
+    {tensor::Type::Q4_1, &IntDotKernels::q4_1, &IntDotTileKernels::q4_1},
+    {tensor::Type::Q5_1, &IntDotKernels::q5_1, &IntDotTileKernels::q5_1},
 };
 
 const IntDotEntry* entry_of(tensor::Type weight) {
@@ -55,16 +55,16 @@ IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
 
 IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, best_isa()); }
 
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight, Isa isa) {
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
     const IntDotEntry* entry = entry_of(weight);
-    if (!kernels || !entry || !entry->rows || kernels == &scalar_int_dot_kernels()) return nullptr;
-    const IntDotRowsKernels& rows =
-        kernels == &avx512_int_dot_kernels() ? avx512_int_dot_rows_kernels() : avx2_int_dot_rows_kernels();
-    return rows.*entry->rows;
+    if (!kernels || !entry || !entry->tile || kernels == &scalar_int_dot_kernels()) return nullptr;
+    const IntDotTileKernels& tiles =
+        kernels == &avx512_int_dot_kernels() ? avx512_int_dot_tile_kernels() : avx2_int_dot_tile_kernels();
+    return tiles.*entry->tile;
 }
 
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight) { return int_dot_rows_kernel(weight, best_isa()); }
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight) { return int_dot_tile_kernel(weight, best_isa()); }
 
 const char* int_dot_level_name(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);

@@ -16,7 +16,7 @@
 //
 // Adding a type: write its kernel per level (the K-quants and IQ types take Q8_K activations:
 // their isum is per 16 or 32 values, and their float combination is theirs to define and
-// document here), declare it below, and add one row to the table in int_dot.cpp (its multi-token kernel is optional). A type without
+// document here), declare it below, and add one row to the table in int_dot.cpp (its tile kernel is optional). A type without
 // a row keeps f32 activations (kernels::matmul falls back to the DotRowFn path).
 #pragma once
 
@@ -29,21 +29,23 @@
 namespace k3::kernels {
 
 using IntDotFn = float (*)(const void* weight_row, const void* act_row, int64_t n);
-// The same product of one weight row with n_tokens activation rows (act_stride bytes apart):
-// y[t * y_stride] = IntDotFn(weight_row, act_rows + t * act_stride, n), bit for bit, with each
-// weight block decoded once for several tokens (prefill). Optional per type: matmul calls the
-// IntDotFn per token where a type has none.
-using IntDotRowsFn = void (*)(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens,
-                              int64_t n, float* y, int64_t y_stride);
+// The products of n_rows weight rows (weight_stride bytes apart) with n_tokens activation rows
+// (act_stride bytes apart): y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit, in
+// tiles of several rows and tokens so that each weight block is decoded once for several tokens
+// and each activation block loaded once for several rows (prefill; decode's rows share the one
+// activation row). Optional per type: matmul calls the IntDotFn per row and token where a type
+// has none.
+using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows,
+                              size_t act_stride, int64_t n_tokens, int64_t n, float* y, int64_t y_stride);
 
 // The kernel for (weight type, isa): null if the type has no integer kernel or the CPU lacks the
 // isa. Isa::avx512 needs AVX-512 VNNI besides F/BW/VL; without it the AVX2 kernel runs there.
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
 // The best kernel for this CPU (null: the type keeps f32 activations).
 IntDotFn int_dot_kernel(tensor::Type weight);
-// The multi-token kernel for (weight type, isa); null where there is none.
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight, Isa isa);
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight);
+// The tile kernel for (weight type, isa); null where there is none.
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa);
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight);
 // The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni".
 const char* int_dot_level_name(Isa isa);
 
@@ -55,11 +57,11 @@ struct IntDotKernels {
 const IntDotKernels& scalar_int_dot_kernels();
 const IntDotKernels& avx2_int_dot_kernels();
 const IntDotKernels& avx512_int_dot_kernels();
-// The multi-token kernels of the SIMD levels, for the same types.
-struct IntDotRowsKernels {
-    IntDotRowsFn q8_0, mxfp4, q4_0, q5_0, iq4_nl, q4_1, q5_1;
+// The tile kernels of the SIMD levels, for the same types.
+struct IntDotTileKernels {
+    IntDotTileFn q8_0, mxfp4, q4_0, q5_0, iq4_nl, q4_1, q5_1;
 };
-const IntDotRowsKernels& avx2_int_dot_rows_kernels();
-const IntDotRowsKernels& avx512_int_dot_rows_kernels();
+const IntDotTileKernels& avx2_int_dot_tile_kernels();
+const IntDotTileKernels& avx512_int_dot_tile_kernels();
 
 }  // namespace k3::kernels

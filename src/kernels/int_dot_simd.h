@@ -83,64 +83,101 @@ inline __m256 weight_scales(const uint8_t* w, int count) {
     }
 }
 
-// The kernel of int_dot.h for kTokens activation rows at once (act_stride bytes apart): each
-// group of eight weight blocks is decoded once and multiplied with every token; each token's
-// sums go through the same float steps as a single-token call, so results are identical. The
-// Level supplies
-//   struct Prepared;  static void prepare(const __m256i* levels, int count, Prepared&);
-//   static __m256i block_sums(const Prepared&, const ActBlock<F>* a, int count):
-// lane j = the exact integer product of block j (< count; 0 after).
-template <typename F, typename Level, int kTokens>
-void int_dot_tokens(const uint8_t* w, const uint8_t* act, size_t act_stride, int64_t n, float* y, int64_t y_stride) {
+// A tile of kRows weight rows (w_stride bytes apart) times kTokens activation rows (act_stride
+// bytes apart): each group of eight weight blocks is decoded once for every token, each group of
+// activation blocks loaded once for every row, and every (row, token) pair keeps its own
+// accumulators through the same float steps as a one-row, one-token call, so results are
+// identical. The Level supplies
+//   struct Weight;  static Weight weight(__m256i levels);
+//   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a.
+template <typename F, typename Level, int kRows, int kTokens>
+void int_dot_tile_block(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
+                        int64_t y_stride) {
     using Act = int_formats::ActBlock<F>;
     const int64_t n_blocks = n / 32;
-    __m256 acc[kTokens], off[kTokens];
-    for (int t = 0; t < kTokens; ++t) acc[t] = off[t] = _mm256_setzero_ps();
+    __m256 acc[kRows][kTokens], off[kRows][kTokens];
+    for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t) acc[r][t] = off[r][t] = _mm256_setzero_ps();
+    // Called with count = 8 for every full group, so that those calls fold the count tests away.
     const auto group = [&](int64_t b, int count) {
-        const uint8_t* wb = w + b * F::kBytes;
-        __m256i wl[8];
-        for (int j = 0; j < 8; ++j) wl[j] = j < count ? levels<F>(wb + j * F::kBytes) : _mm256_setzero_si256();
-        typename Level::Prepared prepared;
-        Level::prepare(wl, count, prepared);
-        const __m256 w_d = weight_scales<F>(wb, count);
-        [[maybe_unused]] const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
+        typename Level::Weight wl[kRows][8];
+        __m256 w_d[kRows];
+        [[maybe_unused]] __m256 w_m[kRows];
+        for (int r = 0; r < kRows; ++r) {
+            const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
+            for (int j = 0; j < 8; ++j) wl[r][j] = Level::weight(j < count ? levels<F>(wb + j * F::kBytes) : _mm256_setzero_si256());
+            w_d[r] = weight_scales<F>(wb, count);
+            if constexpr (F::kOffset) w_m[r] = f16_lanes(wb + 2, F::kBytes, count);
+        }
         for (int t = 0; t < kTokens; ++t) {
             const Act* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride) + b;
-            const __m256i sums = Level::template block_sums<F>(prepared, a, count);
+            __m256i qs[8];
+            for (int j = 0; j < 8; ++j)
+                qs[j] = j < count ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs)) : _mm256_setzero_si256();
             const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(sums), acc[t]);
-            if constexpr (F::kOffset)
-                off[t] = _mm256_fmadd_ps(w_m, f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count), off[t]);
+            [[maybe_unused]] __m256 act_s;
+            if constexpr (F::kOffset) act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count);
+            for (int r = 0; r < kRows; ++r) {
+                __m256i p[8];
+                for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], qs[j]);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(block_totals(p)), acc[r][t]);
+                if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], act_s, off[r][t]);
+            }
         }
     };
     int64_t b = 0;
     for (; b + 8 <= n_blocks; b += 8) group(b, 8);
     if (b < n_blocks) group(b, int(n_blocks - b));
-    for (int t = 0; t < kTokens; ++t) y[t * y_stride] = F::kOffset ? reduce8(acc[t]) + reduce8(off[t]) : reduce8(acc[t]);
+    for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t)
+            y[t * y_stride + r] = F::kOffset ? reduce8(acc[r][t]) + reduce8(off[r][t]) : reduce8(acc[r][t]);
 }
 
 template <typename F, typename Level>
 float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     float y;
-    int_dot_tokens<F, Level, 1>(static_cast<const uint8_t*>(weight_row), static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
+    int_dot_tile_block<F, Level, 1, 1>(static_cast<const uint8_t*>(weight_row), 0, static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
     return y;
 }
 
-// Every token, four at a time, the last one to three together.
-template <typename F, typename Level>
-void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
-                  int64_t y_stride) {
-    const auto* w = static_cast<const uint8_t*>(weight_row);
-    const auto* act = static_cast<const uint8_t*>(act_rows);
+// kRows rows with every token: tokens in fours, the last one to three together.
+template <typename F, typename Level, int kRows>
+void int_dot_tile_rows(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n_tokens,
+                       int64_t n, float* y, int64_t y_stride) {
     int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) int_dot_tokens<F, Level, 4>(w, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
-    const uint8_t* rest = act + t * act_stride;
+    for (; t + 4 <= n_tokens; t += 4)
+        int_dot_tile_block<F, Level, kRows, 4>(w, w_stride, act + size_t(t) * act_stride, act_stride, n, y + t * y_stride, y_stride);
+    const uint8_t* rest = act + size_t(t) * act_stride;
+    float* const y_rest = y + t * y_stride;
     switch (n_tokens - t) {
-        case 3: int_dot_tokens<F, Level, 3>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
-        case 2: int_dot_tokens<F, Level, 2>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
-        case 1: int_dot_tokens<F, Level, 1>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
+        case 3: int_dot_tile_block<F, Level, kRows, 3>(w, w_stride, rest, act_stride, n, y_rest, y_stride); break;
+        case 2: int_dot_tile_block<F, Level, kRows, 2>(w, w_stride, rest, act_stride, n, y_rest, y_stride); break;
+        case 1: int_dot_tile_block<F, Level, kRows, 1>(w, w_stride, rest, act_stride, n, y_rest, y_stride); break;
         default: break;
     }
+}
+
+// Rows kRows at a time, the rows left over one at a time.
+template <typename F, typename Level, int kRows>
+void int_dot_tile_of(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
+                     int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    int64_t r = 0;
+    for (; r + kRows <= n_rows; r += kRows)
+        int_dot_tile_rows<F, Level, kRows>(w + size_t(r) * w_stride, w_stride, act, act_stride, n_tokens, n, y + r, y_stride);
+    for (; r < n_rows; ++r)
+        int_dot_tile_rows<F, Level, 1>(w + size_t(r) * w_stride, w_stride, act, act_stride, n_tokens, n, y + r, y_stride);
+}
+
+// Four rows per tile for one to three tokens (decode: independent accumulator chains sharing the
+// activation loads), two for more (measured: four rows by four tokens spill the decoded weights
+// and are slower; the eight-block horizontal sums, not the decode, bound prefill).
+template <typename F, typename Level>
+void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                  int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    const auto* w = static_cast<const uint8_t*>(weight_rows);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    if (n_tokens < 4) int_dot_tile_of<F, Level, 4>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
+    else int_dot_tile_of<F, Level, 2>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
 }
 
 }  // namespace

@@ -77,18 +77,17 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
         float* const y = outputs[k].y;
         const int64_t y_stride = outputs[k].y_stride;
         const IntDotFn dot = int_dot_kernel(w.type->type);
-        const IntDotRowsFn dot_rows = int_dot_rows_kernel(w.type->type);
+        const IntDotTileFn dot_tile = int_dot_tile_kernel(w.type->type);
         const int64_t first = task * tile, last = std::min(w.rows, first + tile);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
             const int64_t tokens = std::min(token_run, n_tokens - t0);
             const uint8_t* run = act + size_t(t0) * act_bytes;
-            for (int64_t r = first; r < last; ++r) {
-                if (dot_rows && tokens > 1) {
-                    dot_rows(w.row(r), run, act_bytes, tokens, cols, y + t0 * y_stride + r, y_stride);
-                    continue;
-                }
-                for (int64_t t = 0; t < tokens; ++t) y[(t0 + t) * y_stride + r] = dot(w.row(r), run + size_t(t) * act_bytes, cols);
+            if (dot_tile) {
+                dot_tile(w.row(first), w.row_stride, last - first, run, act_bytes, tokens, cols, y + t0 * y_stride + first, y_stride);
+                continue;
             }
+            for (int64_t r = first; r < last; ++r)
+                for (int64_t t = 0; t < tokens; ++t) y[(t0 + t) * y_stride + r] = dot(w.row(r), run + size_t(t) * act_bytes, cols);
         }
     });
 }
