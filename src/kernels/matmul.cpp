@@ -65,7 +65,8 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     }
     int64_t total_rows = 0, n_tasks = 0;
     for (const MatmulOutput& o : outputs) total_rows += o.w->rows;
-    const int64_t tile = rows_per_task(total_rows, pool.size(), 16);
+    // A multiple of four rows, the integer tile kernels' widest row group (int_dot_simd.h).
+    const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + 3) / 4 * 4;
     for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
     // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
     const int64_t token_run = std::max<int64_t>(1, int64_t(kTileBytes / act_bytes));
