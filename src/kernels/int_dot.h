@@ -38,6 +38,23 @@ using IntDotFn = float (*)(const void* weight_row, const void* act_row, int64_t 
 using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows,
                               size_t act_stride, int64_t n_tokens, int64_t n, float* y, int64_t y_stride);
 
+// Activation rows regrouped for the lane kernels, per group of eight blocks: qs[32k + 4j + i] is
+// block j's element 4k + i, so that 32-bit lane j of every 32 bytes belongs to block j and eight
+// multiply-adds leave each block's integer sum in its own lane, with no horizontal sums (the
+// weights are transposed the same way once per group and row). d and s (Q8_1 only) as f32; zero
+// for blocks past the row's end. Rounded the same, so the lane kernels' results are the tile
+// kernels', bit for bit.
+struct ActLaneGroup {
+    int8_t qs[256];
+    float d[8], s[8];
+};
+int64_t act_lane_groups(int64_t n);  // groups of a row of n values
+// Packs one row (n values, activation_format q8_0 or q8_1) into act_lane_groups(n) groups.
+void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out);
+// IntDotTileFn's product with act_rows packed (ActLaneGroup rows, act_stride bytes apart), for
+// prefill: y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit.
+using IntDotLanesFn = IntDotTileFn;
+
 // The kernel for (weight type, isa): null if the type has no integer kernel or the CPU lacks the
 // isa. Isa::avx512 needs AVX-512 VNNI besides F/BW/VL; without it the AVX2 kernel runs there.
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
@@ -46,6 +63,9 @@ IntDotFn int_dot_kernel(tensor::Type weight);
 // The tile kernel for (weight type, isa); null where there is none.
 IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa);
 IntDotTileFn int_dot_tile_kernel(tensor::Type weight);
+// The lane kernel for (weight type, isa); null where there is none.
+IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa);
+IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight);
 // The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni".
 const char* int_dot_level_name(Isa isa);
 
@@ -60,6 +80,7 @@ const IntDotKernels& avx512_int_dot_kernels();
 // The tile kernels of the SIMD levels, for the same types.
 struct IntDotTileKernels {
     IntDotTileFn q8_0, mxfp4, q4_0, q5_0, iq4_nl, q4_1, q5_1;
+    IntDotLanesFn lanes_q8_0, lanes_mxfp4, lanes_q4_0, lanes_q5_0, lanes_iq4_nl, lanes_q4_1, lanes_q5_1;
 };
 const IntDotTileKernels& avx2_int_dot_tile_kernels();
 const IntDotTileKernels& avx512_int_dot_tile_kernels();

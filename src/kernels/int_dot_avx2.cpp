@@ -40,11 +40,16 @@ const IntDotKernels& avx2_int_dot_kernels() {
 
 const IntDotTileKernels& avx2_int_dot_tile_kernels() {
     using namespace int_formats;
+    using int_simd::int_dot_lanes;
     using int_simd::int_dot_tile;
     static const IntDotTileKernels k{int_dot_tile<Q8_0, Avx2Level>,  int_dot_tile<Mxfp4, Avx2Level>,
                                      int_dot_tile<Q4_0, Avx2Level>,  int_dot_tile<Q5_0, Avx2Level>,
                                      int_dot_tile<Iq4Nl, Avx2Level>, int_dot_tile<Q4_1, Avx2Level>,
-                                     int_dot_tile<Q5_1, Avx2Level>};
+                                     int_dot_tile<Q5_1, Avx2Level>,
+                                     int_dot_lanes<Q8_0, Avx2Level>,  int_dot_lanes<Mxfp4, Avx2Level>,
+                                     int_dot_lanes<Q4_0, Avx2Level>,  int_dot_lanes<Q5_0, Avx2Level>,
+                                     int_dot_lanes<Iq4Nl, Avx2Level>, int_dot_lanes<Q4_1, Avx2Level>,
+                                     int_dot_lanes<Q5_1, Avx2Level>};
     return k;
 }
 

@@ -48,11 +48,15 @@ const IntDotKernels& avx512_int_dot_kernels() {
 
 const IntDotTileKernels& avx512_int_dot_tile_kernels() {
     using namespace int_formats;
+    using int_simd::int_dot_lanes;
     using int_simd::int_dot_tile;
     using L = Avx512VnniLevel;
     static const IntDotTileKernels k{int_dot_tile<Q8_0, L>,  int_dot_tile<Mxfp4, L>, int_dot_tile<Q4_0, L>,
                                      int_dot_tile<Q5_0, L>,  int_dot_tile<Iq4Nl, L>, int_dot_tile<Q4_1, L>,
-                                     int_dot_tile<Q5_1, L>};
+                                     int_dot_tile<Q5_1, L>,
+                                     int_dot_lanes<Q8_0, L>,  int_dot_lanes<Mxfp4, L>, int_dot_lanes<Q4_0, L>,
+                                     int_dot_lanes<Q5_0, L>,  int_dot_lanes<Iq4Nl, L>, int_dot_lanes<Q4_1, L>,
+                                     int_dot_lanes<Q5_1, L>};
     return k;
 }
 

@@ -58,10 +58,22 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     const auto quantize = [&](int64_t t) {
         quantize_activation_row(format, x + t * x_stride, act + size_t(t) * act_bytes, cols, "matmul activations");
     };
+    // Prefill: the rows also lane-packed for the lane kernels (int_dot.h).
+    const bool lane_packed = n_tokens >= 4 && int_dot_lanes_kernel(first_w.type->type);
+    const size_t lane_bytes = size_t(act_lane_groups(cols)) * sizeof(ActLaneGroup);
+    thread_local std::vector<ActLaneGroup> lane_rows;
+    if (lane_packed && lane_rows.size() < size_t(act_lane_groups(cols) * n_tokens))
+        lane_rows.resize(size_t(act_lane_groups(cols) * n_tokens));
+    ActLaneGroup* const lane_groups = lane_rows.data();  // the calling thread's buffer, as act
+    const auto* const lanes = reinterpret_cast<const uint8_t*>(lane_groups);
+    const auto prepare = [&](int64_t t) {
+        quantize(t);
+        if (lane_packed) pack_act_lanes(format, act + size_t(t) * act_bytes, cols, lane_groups + t * act_lane_groups(cols));
+    };
     if (n_tokens <= 2) {
-        for (int64_t t = 0; t < n_tokens; ++t) quantize(t);
+        for (int64_t t = 0; t < n_tokens; ++t) prepare(t);
     } else {
-        pool.parallel_for(n_tokens, [&](int64_t t, int) { quantize(t); });
+        pool.parallel_for(n_tokens, [&](int64_t t, int) { prepare(t); });
     }
     int64_t total_rows = 0, n_tasks = 0;
     for (const MatmulOutput& o : outputs) total_rows += o.w->rows;
@@ -79,10 +91,16 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
         const int64_t y_stride = outputs[k].y_stride;
         const IntDotFn dot = int_dot_kernel(w.type->type);
         const IntDotTileFn dot_tile = int_dot_tile_kernel(w.type->type);
+        const IntDotLanesFn dot_lanes = lane_packed ? int_dot_lanes_kernel(w.type->type) : nullptr;
         const int64_t first = task * tile, last = std::min(w.rows, first + tile);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
             const int64_t tokens = std::min(token_run, n_tokens - t0);
             const uint8_t* run = act + size_t(t0) * act_bytes;
+            if (dot_lanes) {
+                dot_lanes(w.row(first), w.row_stride, last - first, lanes + size_t(t0) * lane_bytes, lane_bytes, tokens, cols,
+                          y + t0 * y_stride + first, y_stride);
+                continue;
+            }
             if (dot_tile) {
                 dot_tile(w.row(first), w.row_stride, last - first, run, act_bytes, tokens, cols, y + t0 * y_stride + first, y_stride);
                 continue;
