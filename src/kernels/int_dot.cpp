@@ -1,6 +1,9 @@
 #include "kernels/int_dot.h"
 
+#include <cstring>
+
 #include "kernels/int_dot_q8k.h"
+#include "tensor/float_formats.h"
 
 namespace k3::kernels {
 
@@ -11,16 +14,17 @@ namespace {
 struct IntDotEntry {
     tensor::Type weight;
     IntDotFn IntDotKernels::*kernel;
-    IntDotRowsFn IntDotRowsKernels::*rows;  // null: none
+    IntDotTileFn IntDotTileKernels::*tile;  // null: none
+    IntDotLanesFn IntDotTileKernels::*lanes;  // null: none
 };
 constexpr IntDotEntry kIntDotTable[] = {
-    {tensor::Type::Q8_0, &IntDotKernels::q8_0, &IntDotRowsKernels::q8_0},
-    {tensor::Type::MXFP4, &IntDotKernels::mxfp4, &IntDotRowsKernels::mxfp4},
-    {tensor::Type::Q4_0, &IntDotKernels::q4_0, &IntDotRowsKernels::q4_0},
-    {tensor::Type::Q5_0, &IntDotKernels::q5_0, &IntDotRowsKernels::q5_0},
-    {tensor::Type::IQ4_NL, &IntDotKernels::iq4_nl, &IntDotRowsKernels::iq4_nl},
-    {tensor::Type::Q4_1, &IntDotKernels::q4_1, &IntDotRowsKernels::q4_1},
-    {tensor::Type::Q5_1, &IntDotKernels::q5_1, &IntDotRowsKernels::q5_1},
+    {tensor::Type::Q8_0, &IntDotKernels::q8_0, &IntDotTileKernels::q8_0, &IntDotTileKernels::lanes_q8_0},
+    {tensor::Type::MXFP4, &IntDotKernels::mxfp4, &IntDotTileKernels::mxfp4, &IntDotTileKernels::lanes_mxfp4},
+    {tensor::Type::Q4_0, &IntDotKernels::q4_0, &IntDotTileKernels::q4_0, &IntDotTileKernels::lanes_q4_0},
+    {tensor::Type::Q5_0, &IntDotKernels::q5_0, &IntDotTileKernels::q5_0, &IntDotTileKernels::lanes_q5_0},
+    {tensor::Type::IQ4_NL, &IntDotKernels::iq4_nl, &IntDotTileKernels::iq4_nl, &IntDotTileKernels::lanes_iq4_nl},
+    {tensor::Type::Q4_1, &IntDotKernels::q4_1, &IntDotTileKernels::q4_1, &IntDotTileKernels::lanes_q4_1},
+    {tensor::Type::Q5_1, &IntDotKernels::q5_1, &IntDotTileKernels::q5_1, &IntDotTileKernels::lanes_q5_1},
 };
 
 const IntDotEntry* entry_of(tensor::Type weight) {
@@ -61,19 +65,57 @@ IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
 
 IntDotFn int_dot_kernel(tensor::Type weight) { return int_dot_kernel(weight, best_isa()); }
 
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight, Isa isa) {
+namespace {
+
+const IntDotTileKernels* tile_kernels_for(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
-    const IntDotEntry* entry = entry_of(weight);
     if (!kernels || kernels == &scalar_int_dot_kernels()) return nullptr;
-    if (!entry)  // the 256-value formats
-        return kernels == &avx512_int_dot_kernels() ? avx512_q8k_int_dot_rows(weight) : avx2_q8k_int_dot_rows(weight);
-    if (!entry->rows) return nullptr;
-    const IntDotRowsKernels& rows =
-        kernels == &avx512_int_dot_kernels() ? avx512_int_dot_rows_kernels() : avx2_int_dot_rows_kernels();
-    return rows.*entry->rows;
+    return kernels == &avx512_int_dot_kernels() ? &avx512_int_dot_tile_kernels() : &avx2_int_dot_tile_kernels();
 }
 
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight) { return int_dot_rows_kernel(weight, best_isa()); }
+}  // namespace
+
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa) {
+    const IntDotTileKernels* tiles = tile_kernels_for(isa);
+    const IntDotEntry* entry = entry_of(weight);
+    if (tiles && !entry)  // the 256-value formats
+        return tiles == &avx512_int_dot_tile_kernels() ? avx512_q8k_int_dot_tile(weight) : avx2_q8k_int_dot_tile(weight);
+    return tiles && entry && entry->tile ? tiles->*entry->tile : nullptr;
+}
+
+IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa) {
+    const IntDotTileKernels* tiles = tile_kernels_for(isa);
+    const IntDotEntry* entry = entry_of(weight);
+    return tiles && entry && entry->lanes ? tiles->*entry->lanes : nullptr;
+}
+
+IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight) { return int_dot_lanes_kernel(weight, best_isa()); }
+
+int64_t act_lane_groups(int64_t n) { return (n / 32 + 7) / 8; }
+
+void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out) {
+    const auto* bytes = static_cast<const uint8_t*>(act_row);
+    const size_t block_bytes = activation_block_bytes(format);
+    const int64_t n_blocks = n / 32;
+    for (int64_t g = 0; g < act_lane_groups(n); ++g) {
+        ActLaneGroup& group = out[g];
+        group = {};
+        for (int j = 0; j < 8 && g * 8 + j < n_blocks; ++j) {
+            const uint8_t* block = bytes + size_t(g * 8 + j) * block_bytes;
+            uint16_t d, s;
+            std::memcpy(&d, block, 2);
+            group.d[j] = tensor::f16_to_f32(d);
+            if (format == ActivationFormat::q8_1) {
+                std::memcpy(&s, block + 2, 2);
+                group.s[j] = tensor::f16_to_f32(s);
+            }
+            const uint8_t* qs = block + block_bytes - 32;
+            for (int k = 0; k < 8; ++k) std::memcpy(group.qs + 32 * k + 4 * j, qs + 4 * k, 4);
+        }
+    }
+}
+
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight) { return int_dot_tile_kernel(weight, best_isa()); }
 
 const char* int_dot_level_name(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);

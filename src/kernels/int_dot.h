@@ -22,7 +22,7 @@
 // The kernels require activation levels in [-127, 127], which the quantisers give for finite rows.
 //
 // Adding a type: write its kernel per level, declare it below, and add one row to the table in
-// int_dot.cpp (its multi-token kernel is optional); a 256-value format instead gets every × Q8_K
+// int_dot.cpp (its tile kernel is optional); a 256-value format instead gets every × Q8_K
 // kernel from its unpacker in quant_unpack.h. A type without a kernel keeps f32 activations
 // (kernels::matmul falls back to the DotRowFn path).
 #pragma once
@@ -36,21 +36,43 @@
 namespace k3::kernels {
 
 using IntDotFn = float (*)(const void* weight_row, const void* act_row, int64_t n);
-// The same product of one weight row with n_tokens activation rows (act_stride bytes apart):
-// y[t * y_stride] = IntDotFn(weight_row, act_rows + t * act_stride, n), bit for bit, with each
-// weight block decoded once for several tokens (prefill). Optional per type: matmul calls the
-// IntDotFn per token where a type has none.
-using IntDotRowsFn = void (*)(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens,
-                              int64_t n, float* y, int64_t y_stride);
+// The products of n_rows weight rows (weight_stride bytes apart) with n_tokens activation rows
+// (act_stride bytes apart): y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit, in
+// tiles of several rows and tokens so that each weight block is decoded once for several tokens
+// and each activation block loaded once for several rows (prefill; decode's rows share the one
+// activation row). Optional per type: matmul calls the IntDotFn per row and token where a type
+// has none.
+using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows,
+                              size_t act_stride, int64_t n_tokens, int64_t n, float* y, int64_t y_stride);
+
+// Activation rows regrouped for the lane kernels, per group of eight blocks: qs[32k + 4j + i] is
+// block j's element 4k + i, so that 32-bit lane j of every 32 bytes belongs to block j and eight
+// multiply-adds leave each block's integer sum in its own lane, with no horizontal sums (the
+// weights are transposed the same way once per group and row). d and s (Q8_1 only) as f32; zero
+// for blocks past the row's end. Rounded the same, so the lane kernels' results are the tile
+// kernels', bit for bit.
+struct ActLaneGroup {
+    int8_t qs[256];
+    float d[8], s[8];
+};
+int64_t act_lane_groups(int64_t n);  // groups of a row of n values
+// Packs one row (n values, activation_format q8_0 or q8_1) into act_lane_groups(n) groups.
+void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out);
+// IntDotTileFn's product with act_rows packed (ActLaneGroup rows, act_stride bytes apart), for
+// prefill: y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit.
+using IntDotLanesFn = IntDotTileFn;
 
 // The kernel for (weight type, isa): null if the type has no integer kernel or the CPU lacks the
 // isa. Isa::avx512 needs AVX-512 VNNI besides F/BW/VL; without it the AVX2 kernel runs there.
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
 // The best kernel for this CPU (null: the type keeps f32 activations).
 IntDotFn int_dot_kernel(tensor::Type weight);
-// The multi-token kernel for (weight type, isa); null where there is none.
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight, Isa isa);
-IntDotRowsFn int_dot_rows_kernel(tensor::Type weight);
+// The tile kernel for (weight type, isa); null where there is none.
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa);
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight);
+// The lane kernel for (weight type, isa); null where there is none.
+IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa);
+IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight);
 // The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni".
 const char* int_dot_level_name(Isa isa);
 
@@ -62,11 +84,12 @@ struct IntDotKernels {
 const IntDotKernels& scalar_int_dot_kernels();
 const IntDotKernels& avx2_int_dot_kernels();
 const IntDotKernels& avx512_int_dot_kernels();
-// The multi-token kernels of the SIMD levels, for the same types.
-struct IntDotRowsKernels {
-    IntDotRowsFn q8_0, mxfp4, q4_0, q5_0, iq4_nl, q4_1, q5_1;
+// The tile kernels of the SIMD levels, for the same types.
+struct IntDotTileKernels {
+    IntDotTileFn q8_0, mxfp4, q4_0, q5_0, iq4_nl, q4_1, q5_1;
+    IntDotLanesFn lanes_q8_0, lanes_mxfp4, lanes_q4_0, lanes_q5_0, lanes_iq4_nl, lanes_q4_1, lanes_q5_1;
 };
-const IntDotRowsKernels& avx2_int_dot_rows_kernels();
-const IntDotRowsKernels& avx512_int_dot_rows_kernels();
+const IntDotTileKernels& avx2_int_dot_tile_kernels();
+const IntDotTileKernels& avx512_int_dot_tile_kernels();
 
 }  // namespace k3::kernels

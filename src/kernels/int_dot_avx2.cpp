@@ -17,30 +17,13 @@ namespace k3::kernels {
 namespace {
 
 struct Avx2Level {
-    struct Prepared {
-        __m256i w[8], magnitude[8];
+    struct Weight {
+        __m256i w, magnitude;
     };
-    static void prepare(const __m256i* levels, int, Prepared& p) {
-        for (int j = 0; j < 8; ++j) {
-            p.w[j] = levels[j];
-            p.magnitude[j] = _mm256_sign_epi8(levels[j], levels[j]);
-        }
-    }
-    // Per block, 8 int32 lanes whose total is Σ w·a. |w| <= 128 and |a| <= 127, so the int16
-    // pair sums of maddubs cannot saturate.
-    template <typename F>
-    static __m256i block_sums(const Prepared& p, const int_formats::ActBlock<F>* a, int count) {
-        __m256i sums[8];
-        for (int j = 0; j < 8; ++j) {
-            if (j >= count) {
-                sums[j] = _mm256_setzero_si256();
-                continue;
-            }
-            const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs));
-            const __m256i pairs = _mm256_maddubs_epi16(p.magnitude[j], _mm256_sign_epi8(act, p.w[j]));
-            sums[j] = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-        }
-        return int_simd::block_totals(sums);
+    static Weight weight(__m256i levels) { return {levels, _mm256_sign_epi8(levels, levels)}; }
+    // |w| <= 128 and |a| <= 127, so the int16 pair sums of maddubs cannot saturate.
+    static __m256i product(const Weight& w, __m256i a) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(a, w.w)), _mm256_set1_epi16(1));
     }
 };
 
@@ -55,13 +38,18 @@ const IntDotKernels& avx2_int_dot_kernels() {
     return k;
 }
 
-const IntDotRowsKernels& avx2_int_dot_rows_kernels() {
+const IntDotTileKernels& avx2_int_dot_tile_kernels() {
     using namespace int_formats;
-    using int_simd::int_dot_rows;
-    static const IntDotRowsKernels k{int_dot_rows<Q8_0, Avx2Level>,  int_dot_rows<Mxfp4, Avx2Level>,
-                                     int_dot_rows<Q4_0, Avx2Level>,  int_dot_rows<Q5_0, Avx2Level>,
-                                     int_dot_rows<Iq4Nl, Avx2Level>, int_dot_rows<Q4_1, Avx2Level>,
-                                     int_dot_rows<Q5_1, Avx2Level>};
+    using int_simd::int_dot_lanes;
+    using int_simd::int_dot_tile;
+    static const IntDotTileKernels k{int_dot_tile<Q8_0, Avx2Level>,  int_dot_tile<Mxfp4, Avx2Level>,
+                                     int_dot_tile<Q4_0, Avx2Level>,  int_dot_tile<Q5_0, Avx2Level>,
+                                     int_dot_tile<Iq4Nl, Avx2Level>, int_dot_tile<Q4_1, Avx2Level>,
+                                     int_dot_tile<Q5_1, Avx2Level>,
+                                     int_dot_lanes<Q8_0, Avx2Level>,  int_dot_lanes<Mxfp4, Avx2Level>,
+                                     int_dot_lanes<Q4_0, Avx2Level>,  int_dot_lanes<Q5_0, Avx2Level>,
+                                     int_dot_lanes<Iq4Nl, Avx2Level>, int_dot_lanes<Q4_1, Avx2Level>,
+                                     int_dot_lanes<Q5_1, Avx2Level>};
     return k;
 }
 

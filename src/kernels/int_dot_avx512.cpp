@@ -22,29 +22,16 @@ namespace k3::kernels {
 namespace {
 
 // The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (Two blocks
-// per 512-bit register measured slower: the inserts and mask moves cost more than they save.)
+// per 512-bit register measured slower: the inserts and mask moves cost more than they save.
+// Offsetting the activations to unsigned instead of the sign step measured slower too: the
+// offset's correction costs a horizontal sum per weight block.)
 struct Avx512VnniLevel {
-    struct Prepared {
-        __m256i w[8], magnitude[8];
+    struct Weight {
+        __m256i w, magnitude;
     };
-    static void prepare(const __m256i* levels, int, Prepared& p) {
-        for (int j = 0; j < 8; ++j) {
-            p.w[j] = levels[j];
-            p.magnitude[j] = _mm256_sign_epi8(levels[j], levels[j]);
-        }
-    }
-    template <typename F>
-    static __m256i block_sums(const Prepared& p, const int_formats::ActBlock<F>* a, int count) {
-        __m256i sums[8];
-        for (int j = 0; j < 8; ++j) {
-            if (j >= count) {
-                sums[j] = _mm256_setzero_si256();
-                continue;
-            }
-            const __m256i act = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs));
-            sums[j] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), p.magnitude[j], _mm256_sign_epi8(act, p.w[j]));
-        }
-        return int_simd::block_totals(sums);
+    static Weight weight(__m256i levels) { return {levels, _mm256_sign_epi8(levels, levels)}; }
+    static __m256i product(const Weight& w, __m256i a) {
+        return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.magnitude, _mm256_sign_epi8(a, w.w));
     }
 };
 
@@ -59,13 +46,17 @@ const IntDotKernels& avx512_int_dot_kernels() {
     return k;
 }
 
-const IntDotRowsKernels& avx512_int_dot_rows_kernels() {
+const IntDotTileKernels& avx512_int_dot_tile_kernels() {
     using namespace int_formats;
-    using int_simd::int_dot_rows;
+    using int_simd::int_dot_lanes;
+    using int_simd::int_dot_tile;
     using L = Avx512VnniLevel;
-    static const IntDotRowsKernels k{int_dot_rows<Q8_0, L>,  int_dot_rows<Mxfp4, L>, int_dot_rows<Q4_0, L>,
-                                     int_dot_rows<Q5_0, L>,  int_dot_rows<Iq4Nl, L>, int_dot_rows<Q4_1, L>,
-                                     int_dot_rows<Q5_1, L>};
+    static const IntDotTileKernels k{int_dot_tile<Q8_0, L>,  int_dot_tile<Mxfp4, L>, int_dot_tile<Q4_0, L>,
+                                     int_dot_tile<Q5_0, L>,  int_dot_tile<Iq4Nl, L>, int_dot_tile<Q4_1, L>,
+                                     int_dot_tile<Q5_1, L>,
+                                     int_dot_lanes<Q8_0, L>,  int_dot_lanes<Mxfp4, L>, int_dot_lanes<Q4_0, L>,
+                                     int_dot_lanes<Q5_0, L>,  int_dot_lanes<Iq4Nl, L>, int_dot_lanes<Q4_1, L>,
+                                     int_dot_lanes<Q5_1, L>};
     return k;
 }
 

@@ -28,8 +28,8 @@ void slot_factors(const unpack::Unpacked& u, float* scale, float* offset) {
 IntDotFn scalar_q8k_int_dot(tensor::Type weight);
 IntDotFn avx2_q8k_int_dot(tensor::Type weight);
 IntDotFn avx512_q8k_int_dot(tensor::Type weight);  // AVX-512 VL + VNNI
-// The multi-token kernels of the SIMD levels (IntDotRowsFn), for the same types.
-IntDotRowsFn avx2_q8k_int_dot_rows(tensor::Type weight);
-IntDotRowsFn avx512_q8k_int_dot_rows(tensor::Type weight);
+// The tile kernels of the SIMD levels (IntDotTileFn), for the same types.
+IntDotTileFn avx2_q8k_int_dot_tile(tensor::Type weight);
+IntDotTileFn avx512_q8k_int_dot_tile(tensor::Type weight);
 
 }  // namespace k3::kernels

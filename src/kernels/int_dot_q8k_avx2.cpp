@@ -30,9 +30,9 @@ IntDotFn avx2_q8k_int_dot(tensor::Type weight) {
     });
 }
 
-IntDotRowsFn avx2_q8k_int_dot_rows(tensor::Type weight) {
-    return unpack::with_format<IntDotRowsFn>(weight, nullptr, []<typename F>() -> IntDotRowsFn {
-        if constexpr (F::kBlockSize == 256) return &q8k_simd::int_dot_rows<F, Avx2Products>;
+IntDotTileFn avx2_q8k_int_dot_tile(tensor::Type weight) {
+    return unpack::with_format<IntDotTileFn>(weight, nullptr, []<typename F>() -> IntDotTileFn {
+        if constexpr (F::kBlockSize == 256) return &q8k_simd::int_dot_tile<F, Avx2Products>;
         else return nullptr;
     });
 }

@@ -32,9 +32,9 @@ IntDotFn avx512_q8k_int_dot(tensor::Type weight) {
     });
 }
 
-IntDotRowsFn avx512_q8k_int_dot_rows(tensor::Type weight) {
-    return unpack::with_format<IntDotRowsFn>(weight, nullptr, []<typename F>() -> IntDotRowsFn {
-        if constexpr (F::kBlockSize == 256) return &q8k_simd::int_dot_rows<F, VnniProducts>;
+IntDotTileFn avx512_q8k_int_dot_tile(tensor::Type weight) {
+    return unpack::with_format<IntDotTileFn>(weight, nullptr, []<typename F>() -> IntDotTileFn {
+        if constexpr (F::kBlockSize == 256) return &q8k_simd::int_dot_tile<F, VnniProducts>;
         else return nullptr;
     });
 }

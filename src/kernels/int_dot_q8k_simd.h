@@ -62,7 +62,7 @@ float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     return y;
 }
 
-// IntDotRowsFn: four tokens at a time, then the last 1-3 together.
+// Several tokens of one weight row: four tokens at a time, then the last 1-3 together.
 template <typename Format, typename Products>
 void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
                   int64_t y_stride) {
@@ -78,6 +78,16 @@ void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_strid
         case 1: int_dot_tokens<Format, Products, 1>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
         default: break;
     }
+}
+
+// IntDotTileFn: the rows one after another (each block is unpacked once per row and run of
+// tokens; a 256-value block is too large to keep several rows' unpacked levels in registers).
+template <typename Format, typename Products>
+void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                  int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    const auto* rows = static_cast<const uint8_t*>(weight_rows);
+    for (int64_t r = 0; r < n_rows; ++r)
+        int_dot_rows<Format, Products>(rows + size_t(r) * weight_stride, act_rows, act_stride, n_tokens, n, y + r, y_stride);
 }
 
 }  // namespace

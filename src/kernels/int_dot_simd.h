@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/int_dot_formats.h"
 
@@ -83,64 +84,189 @@ inline __m256 weight_scales(const uint8_t* w, int count) {
     }
 }
 
-// The kernel of int_dot.h for kTokens activation rows at once (act_stride bytes apart): each
-// group of eight weight blocks is decoded once and multiplied with every token; each token's
-// sums go through the same float steps as a single-token call, so results are identical. The
-// Level supplies
-//   struct Prepared;  static void prepare(const __m256i* levels, int count, Prepared&);
-//   static __m256i block_sums(const Prepared&, const ActBlock<F>* a, int count):
-// lane j = the exact integer product of block j (< count; 0 after).
-template <typename F, typename Level, int kTokens>
-void int_dot_tokens(const uint8_t* w, const uint8_t* act, size_t act_stride, int64_t n, float* y, int64_t y_stride) {
-    using Act = int_formats::ActBlock<F>;
-    const int64_t n_blocks = n / 32;
-    __m256 acc[kTokens], off[kTokens];
-    for (int t = 0; t < kTokens; ++t) acc[t] = off[t] = _mm256_setzero_ps();
-    const auto group = [&](int64_t b, int count) {
-        const uint8_t* wb = w + b * F::kBytes;
-        __m256i wl[8];
-        for (int j = 0; j < 8; ++j) wl[j] = j < count ? levels<F>(wb + j * F::kBytes) : _mm256_setzero_si256();
-        typename Level::Prepared prepared;
-        Level::prepare(wl, count, prepared);
-        const __m256 w_d = weight_scales<F>(wb, count);
-        [[maybe_unused]] const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
-        for (int t = 0; t < kTokens; ++t) {
-            const Act* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride) + b;
-            const __m256i sums = Level::template block_sums<F>(prepared, a, count);
-            const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(sums), acc[t]);
-            if constexpr (F::kOffset)
-                off[t] = _mm256_fmadd_ps(w_m, f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count), off[t]);
-        }
-    };
-    int64_t b = 0;
-    for (; b + 8 <= n_blocks; b += 8) group(b, 8);
-    if (b < n_blocks) group(b, int(n_blocks - b));
-    for (int t = 0; t < kTokens; ++t) y[t * y_stride] = F::kOffset ? reduce8(acc[t]) + reduce8(off[t]) : reduce8(acc[t]);
+// The 8x8 transpose of 32-bit lanes: lane j of v[k] becomes lane k of v[j].
+[[gnu::always_inline]] inline void transpose_lanes(__m256i* v) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+        v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+    }
 }
+
+// Group b's weights for kRows rows (w_stride bytes apart): their levels as Level::Weight, in
+// block order or, where kLanes, transposed to the lane layout (int_dot.h, ActLaneGroup); their
+// scales, and their offsets (zero for formats without).
+template <typename F, typename Level, int kRows, bool kLanes>
+[[gnu::always_inline]] inline void group_weights(const uint8_t* w, size_t w_stride, int64_t b, int count,
+                                                 typename Level::Weight (&wl)[kRows][8], __m256 (&w_d)[kRows],
+                                                 __m256 (&w_m)[kRows]) {
+    for (int r = 0; r < kRows; ++r) {
+        const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
+        __m256i lv[8];
+        for (int j = 0; j < 8; ++j) lv[j] = j < count ? levels<F>(wb + j * F::kBytes) : _mm256_setzero_si256();
+        if constexpr (kLanes) transpose_lanes(lv);
+        for (int k = 0; k < 8; ++k) wl[r][k] = Level::weight(lv[k]);
+        w_d[r] = weight_scales<F>(wb, count);
+        w_m[r] = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
+    }
+}
+
+// The frame of the tile kernels: f32 accumulators per (row, token), the groups of eight blocks
+// (group(b, count, acc, off) adds group b's terms; called with count = 8 for every full group so
+// that those calls fold the count tests away), and int_dot.h's final reduction.
+template <typename F, int kRows, int kTokens, typename Group>
+[[gnu::always_inline]] inline void tile_frame(int64_t n, float* y, int64_t y_stride, Group group) {
+    const int64_t n_blocks = n / 32;
+    __m256 acc[kRows][kTokens], off[kRows][kTokens];
+    for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t) acc[r][t] = off[r][t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= n_blocks; b += 8) group(b, 8, acc, off);
+    if (b < n_blocks) group(b, int(n_blocks - b), acc, off);
+    for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t)
+            y[t * y_stride + r] = F::kOffset ? reduce8(acc[r][t]) + reduce8(off[r][t]) : reduce8(acc[r][t]);
+}
+
+// A tile of kRows weight rows (w_stride bytes apart) times kTokens activation rows (act_stride
+// bytes apart): each group of eight weight blocks is decoded once for every token, each group of
+// activation blocks loaded once for every row, and every (row, token) pair keeps its own
+// accumulators through the same float steps as a one-row, one-token call, so results are
+// identical. The Level supplies
+//   struct Weight;  static Weight weight(__m256i levels);
+//   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a.
+template <typename F, typename Level>
+struct TileBlock {
+    template <int kRows, int kTokens>
+    static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
+                    int64_t y_stride) {
+        using Act = int_formats::ActBlock<F>;
+        tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
+            typename Level::Weight wl[kRows][8];
+            __m256 w_d[kRows], w_m[kRows];
+            group_weights<F, Level, kRows, false>(w, w_stride, b, count, wl, w_d, w_m);
+            for (int t = 0; t < kTokens; ++t) {
+                const Act* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride) + b;
+                __m256i qs[8];
+                for (int j = 0; j < 8; ++j)
+                    qs[j] = j < count ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs)) : _mm256_setzero_si256();
+                const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
+                [[maybe_unused]] __m256 act_s;
+                if constexpr (F::kOffset) act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count);
+                for (int r = 0; r < kRows; ++r) {
+                    __m256i p[8];
+                    for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], qs[j]);
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(block_totals(p)), acc[r][t]);
+                    if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], act_s, off[r][t]);
+                }
+            }
+        });
+    }
+};
 
 template <typename F, typename Level>
 float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     float y;
-    int_dot_tokens<F, Level, 1>(static_cast<const uint8_t*>(weight_row), static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
+    TileBlock<F, Level>::template run<1, 1>(static_cast<const uint8_t*>(weight_row), 0,
+                                            static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
     return y;
 }
 
-// Every token, four at a time, the last one to three together.
-template <typename F, typename Level>
-void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
-                  int64_t y_stride) {
-    const auto* w = static_cast<const uint8_t*>(weight_row);
-    const auto* act = static_cast<const uint8_t*>(act_rows);
+// Every token through block(std::integral_constant<int, kTokens>, first token's act, its y):
+// fours, then the last one to three together.
+template <typename Block>
+void split_tokens(const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t y_stride, Block block) {
     int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) int_dot_tokens<F, Level, 4>(w, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
-    const uint8_t* rest = act + t * act_stride;
+    for (; t + 4 <= n_tokens; t += 4) block(std::integral_constant<int, 4>{}, act + size_t(t) * act_stride, y + t * y_stride);
+    const uint8_t* rest = act + size_t(t) * act_stride;
+    float* const y_rest = y + t * y_stride;
     switch (n_tokens - t) {
-        case 3: int_dot_tokens<F, Level, 3>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
-        case 2: int_dot_tokens<F, Level, 2>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
-        case 1: int_dot_tokens<F, Level, 1>(w, rest, act_stride, n, y + t * y_stride, y_stride); break;
+        case 3: block(std::integral_constant<int, 3>{}, rest, y_rest); break;
+        case 2: block(std::integral_constant<int, 2>{}, rest, y_rest); break;
+        case 1: block(std::integral_constant<int, 1>{}, rest, y_rest); break;
         default: break;
     }
+}
+
+// Every row through rows(std::integral_constant<int, count>, first row): kRows at a time, the
+// rows left over one at a time.
+template <int kRows, typename Rows>
+void split_rows(int64_t n_rows, Rows rows) {
+    int64_t r = 0;
+    for (; r + kRows <= n_rows; r += kRows) rows(std::integral_constant<int, kRows>{}, r);
+    for (; r < n_rows; ++r) rows(std::integral_constant<int, 1>{}, r);
+}
+
+// The products of n_rows by n_tokens through BlockOf::run<kRows, kTokens> tiles (TileBlock or
+// LanesBlock), kRows rows at a time.
+template <int kRows, typename BlockOf>
+void tile_products(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
+                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    split_rows<kRows>(n_rows, [&](auto rows, int64_t r) {
+        split_tokens(act, act_stride, n_tokens, y + r, y_stride, [&](auto tokens, const uint8_t* a, float* y_tile) {
+            BlockOf::template run<decltype(rows)::value, decltype(tokens)::value>(w + size_t(r) * w_stride, w_stride, a,
+                                                                                 act_stride, n, y_tile, y_stride);
+        });
+    });
+}
+
+// Four rows per tile for one to three tokens (decode: independent accumulator chains sharing the
+// activation loads), two for more (measured: four rows by four tokens spill the decoded weights
+// and are slower; the eight-block horizontal sums, not the decode, bound them: matmul gives
+// prefill to the lane kernels below instead).
+template <typename F, typename Level>
+void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                  int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    const auto* w = static_cast<const uint8_t*>(weight_rows);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    if (n_tokens < 4) tile_products<4, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
+    else tile_products<2, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
+}
+
+// The tile of TileBlock on lane-packed activations (int_dot.h, ActLaneGroup): each
+// group's weight levels are transposed once per row to the same layout, and a (row, token) pair
+// costs eight products and adds with each block's sum in its own lane, then the same float steps.
+template <typename F, typename Level>
+struct LanesBlock {
+    template <int kRows, int kTokens>
+    static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
+                             int64_t y_stride) {
+        tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
+            typename Level::Weight wl[kRows][8];
+            __m256 w_d[kRows], w_m[kRows];
+            group_weights<F, Level, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);
+            for (int t = 0; t < kTokens; ++t) {
+                const ActLaneGroup& a = reinterpret_cast<const ActLaneGroup*>(act + size_t(t) * act_stride)[b / 8];
+                __m256i qs[8];
+                for (int k = 0; k < 8; ++k) qs[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * k));
+                const __m256 act_d = _mm256_loadu_ps(a.d);
+                for (int r = 0; r < kRows; ++r) {
+                    __m256i sums = Level::product(wl[r][0], qs[0]);
+                    for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[r][k], qs[k]));
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(sums), acc[r][t]);
+                    if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], _mm256_loadu_ps(a.s), off[r][t]);
+                }
+            }
+        });
+    }
+};
+
+// Two rows per tile.
+template <typename F, typename Level>
+void int_dot_lanes(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    tile_products<2, LanesBlock<F, Level>>(static_cast<const uint8_t*>(weight_rows), weight_stride, n_rows,
+                                           static_cast<const uint8_t*>(act_rows), act_stride, n_tokens, n, y, y_stride);
 }
 
 }  // namespace

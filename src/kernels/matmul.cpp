@@ -58,14 +58,27 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     const auto quantize = [&](int64_t t) {
         quantize_activation_row(format, x + t * x_stride, act + size_t(t) * act_bytes, cols, "matmul activations");
     };
+    // Prefill: the rows also lane-packed for the lane kernels (int_dot.h).
+    const bool lane_packed = n_tokens >= 4 && int_dot_lanes_kernel(first_w.type->type);
+    const size_t lane_bytes = size_t(act_lane_groups(cols)) * sizeof(ActLaneGroup);
+    thread_local std::vector<ActLaneGroup> lane_rows;
+    if (lane_packed && lane_rows.size() < size_t(act_lane_groups(cols) * n_tokens))
+        lane_rows.resize(size_t(act_lane_groups(cols) * n_tokens));
+    ActLaneGroup* const lane_groups = lane_rows.data();  // the calling thread's buffer, as act
+    const auto* const lanes = reinterpret_cast<const uint8_t*>(lane_groups);
+    const auto prepare = [&](int64_t t) {
+        quantize(t);
+        if (lane_packed) pack_act_lanes(format, act + size_t(t) * act_bytes, cols, lane_groups + t * act_lane_groups(cols));
+    };
     if (n_tokens <= 2) {
-        for (int64_t t = 0; t < n_tokens; ++t) quantize(t);
+        for (int64_t t = 0; t < n_tokens; ++t) prepare(t);
     } else {
-        pool.parallel_for(n_tokens, [&](int64_t t, int) { quantize(t); });
+        pool.parallel_for(n_tokens, [&](int64_t t, int) { prepare(t); });
     }
     int64_t total_rows = 0, n_tasks = 0;
     for (const MatmulOutput& o : outputs) total_rows += o.w->rows;
-    const int64_t tile = rows_per_task(total_rows, pool.size(), 16);
+    // A multiple of four rows, the integer tile kernels' widest row group (int_dot_simd.h).
+    const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + 3) / 4 * 4;
     for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
     // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
     const int64_t token_run = std::max<int64_t>(1, int64_t(kTileBytes / act_bytes));
@@ -77,18 +90,23 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
         float* const y = outputs[k].y;
         const int64_t y_stride = outputs[k].y_stride;
         const IntDotFn dot = int_dot_kernel(w.type->type);
-        const IntDotRowsFn dot_rows = int_dot_rows_kernel(w.type->type);
+        const IntDotTileFn dot_tile = int_dot_tile_kernel(w.type->type);
+        const IntDotLanesFn dot_lanes = lane_packed ? int_dot_lanes_kernel(w.type->type) : nullptr;
         const int64_t first = task * tile, last = std::min(w.rows, first + tile);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
             const int64_t tokens = std::min(token_run, n_tokens - t0);
             const uint8_t* run = act + size_t(t0) * act_bytes;
-            for (int64_t r = first; r < last; ++r) {
-                if (dot_rows && tokens > 1) {
-                    dot_rows(w.row(r), run, act_bytes, tokens, cols, y + t0 * y_stride + r, y_stride);
-                    continue;
-                }
-                for (int64_t t = 0; t < tokens; ++t) y[(t0 + t) * y_stride + r] = dot(w.row(r), run + size_t(t) * act_bytes, cols);
+            if (dot_lanes) {
+                dot_lanes(w.row(first), w.row_stride, last - first, lanes + size_t(t0) * lane_bytes, lane_bytes, tokens, cols,
+                          y + t0 * y_stride + first, y_stride);
+                continue;
             }
+            if (dot_tile) {
+                dot_tile(w.row(first), w.row_stride, last - first, run, act_bytes, tokens, cols, y + t0 * y_stride + first, y_stride);
+                continue;
+            }
+            for (int64_t r = first; r < last; ++r)
+                for (int64_t t = 0; t < tokens; ++t) y[(t0 + t) * y_stride + r] = dot(w.row(r), run + size_t(t) * act_bytes, cols);
         }
     });
 }

@@ -13,6 +13,7 @@
 namespace k3::model {
 
 class ExpertSource;
+struct MoeScratch;
 
 enum class KdaMode {
     automatic,  // chunked for multi-token runs, recurrent for single tokens
@@ -32,6 +33,7 @@ struct ForwardContext {
     // Of every product with a quantised weight (kernels::Numerics). A context built by hand
     // computes the plain f32 definition; Model::forward passes ForwardOptions::numerics.
     kernels::Numerics numerics = kernels::Numerics::exact;
+    MoeScratch* moe = nullptr;  // moe_forward's buffers for the pass (null: it makes its own)
 
     // y[t] = W x[t] for n contiguous rows (x rows W.cols apart, y rows W.rows apart).
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {

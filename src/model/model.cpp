@@ -89,8 +89,9 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     }
     if (n == 0) return;
     MappedExperts mapped_experts(weights_);
+    MoeScratch moe_scratch(hp_, n);
     const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
-                             options.experts ? options.experts : &mapped_experts, options.numerics};
+                             options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch};
 
     // 3.2.1 inpL = token embeddings: [n][E]
     std::vector<float> partial(size_t(n * E));

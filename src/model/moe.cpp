@@ -11,10 +11,15 @@
 
 namespace k3::model {
 
-Routing route_token(const HParams& hp, const float* logits, const std::vector<float>& selection_bias) {
+namespace {
+
+// route_token into `r`, with `probs`, `selection` and `order` as its working buffers (kept by the
+// caller so that routing a batch does not allocate per token).
+void route_token_into(const HParams& hp, const float* logits, const std::vector<float>& selection_bias,
+                      std::vector<float>& probs, std::vector<float>& selection, std::vector<int32_t>& order, Routing& r) {
     const int64_t X = hp.n_expert;
     // 2. gate probabilities s (sigmoid for K3)
-    std::vector<float> probs(logits, logits + X);
+    probs.assign(logits, logits + X);
     switch (hp.gating) {
         case GatingFunction::sigmoid: kernels::sigmoid(probs.data(), X, probs.data()); break;
         case GatingFunction::softmax: kernels::softmax(probs.data(), X); break;
@@ -23,18 +28,18 @@ Routing route_token(const HParams& hp, const float* logits, const std::vector<fl
             break;
     }
     // 3-4. choose the top n_used by s + bias (bias only for choosing); lower id wins ties
-    std::vector<float> selection(probs);
+    selection.assign(probs.begin(), probs.end());
     if (!selection_bias.empty())
         for (int64_t e = 0; e < X; ++e) selection[size_t(e)] += selection_bias[size_t(e)];
-    std::vector<int32_t> order(static_cast<size_t>(X));
+    order.resize(static_cast<size_t>(X));
     std::iota(order.begin(), order.end(), 0);
     const auto n_used = hp.n_expert_used;
     std::partial_sort(order.begin(), order.begin() + n_used, order.end(), [&](int32_t a, int32_t b) {
         return selection[size_t(a)] > selection[size_t(b)] || (selection[size_t(a)] == selection[size_t(b)] && a < b);
     });
-    Routing r;
     r.experts.assign(order.begin(), order.begin() + n_used);
     // 5. weights are the unbiased probabilities
+    r.weights.clear();
     for (int32_t e : r.experts) r.weights.push_back(probs[size_t(e)]);
     // 6. renormalize (llama.cpp clamps the denominator)
     if (hp.expert_weights_norm) {
@@ -45,91 +50,137 @@ Routing route_token(const HParams& hp, const float* logits, const std::vector<fl
     // 7. scale
     if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
         for (float& w : r.weights) w *= hp.expert_weights_scale;
+}
+
+}  // namespace
+
+Routing route_token(const HParams& hp, const float* logits, const std::vector<float>& selection_bias) {
+    std::vector<float> probs, selection;
+    std::vector<int32_t> order;
+    Routing r;
+    route_token_into(hp, logits, selection_bias, probs, selection, order, r);
     return r;
+}
+
+MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
+    const size_t n = size_t(n_tokens), X = size_t(hp.n_expert), used = size_t(hp.n_expert_used);
+    const size_t E = size_t(hp.n_embd), Ls = size_t(hp.expert_latent > 0 ? hp.expert_latent : hp.n_embd);
+    const size_t Fe = size_t(hp.expert_ff), members = n * used;
+    logits.reserve(n * X);
+    probs.reserve(X);
+    selection.reserve(X);
+    order.reserve(X);
+    latent.reserve(n * Ls);
+    shared.reserve(n * E);
+    inputs.reserve(n * Ls);
+    gate.reserve(n * Fe);
+    up.reserve(n * Fe);
+    expert_out.reserve(members * Ls);
+    mixed.reserve(n * Ls);
+    needed.reserve(X);
+    token_counts.reserve(X);
+    first_member.reserve(X + 1);
+    next_member.reserve(X);
+    member_token.reserve(members);
+    member_weight.reserve(members);
+    routes.resize(n);
+    for (Routing& r : routes) {
+        r.experts.reserve(used);
+        r.weights.reserve(used);
+    }
 }
 
 void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, const float* y, int64_t n, float* out) {
     const HParams& hp = ctx.hp;
     const int64_t E = hp.n_embd, X = hp.n_expert, Ls = w.expert_io, Fe = w.expert_width;
+    std::optional<MoeScratch> own;
+    MoeScratch& s = ctx.moe ? *ctx.moe : own.emplace(hp, n);
 
     // 1. router logits on the full-width input, f32: [n][X]
-    std::vector<float> logits(size_t(n * X));
-    ctx.linear(w.router, y, n, logits.data());
-    std::vector<Routing> routes(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) routes[size_t(t)] = route_token(hp, logits.data() + t * X, w.selection_bias);
-
-    // Tokens grouped by expert: (token, weight) per expert, so each expert runs once.
-    std::vector<std::vector<std::pair<int64_t, float>>> by_expert(static_cast<size_t>(X));
+    s.logits.resize(size_t(n * X));
+    ctx.linear(w.router, y, n, s.logits.data());
+    if (s.routes.size() < size_t(n)) s.routes.resize(size_t(n));
     for (int64_t t = 0; t < n; ++t)
-        for (size_t k = 0; k < routes[size_t(t)].experts.size(); ++k)
-            by_expert[size_t(routes[size_t(t)].experts[k])].emplace_back(t, routes[size_t(t)].weights[k]);
+        route_token_into(hp, s.logits.data() + t * X, w.selection_bias, s.probs, s.selection, s.order, s.routes[size_t(t)]);
+
+    // Tokens grouped by expert, in token order (a counting sort): expert e's members are
+    // [first_member[e], first_member[e + 1]) of member_token / member_weight, so each expert runs once.
+    s.first_member.assign(size_t(X + 1), 0);
+    for (int64_t t = 0; t < n; ++t)
+        for (int32_t e : s.routes[size_t(t)].experts) ++s.first_member[size_t(e) + 1];
+    for (int64_t e = 0; e < X; ++e) s.first_member[size_t(e + 1)] += s.first_member[size_t(e)];
+    const int64_t n_members = s.first_member[size_t(X)];
+    s.member_token.resize(size_t(n_members));
+    s.member_weight.resize(size_t(n_members));
+    s.next_member.assign(s.first_member.begin(), s.first_member.end() - 1);
+    for (int64_t t = 0; t < n; ++t) {
+        const Routing& route = s.routes[size_t(t)];
+        for (size_t k = 0; k < route.experts.size(); ++k) {
+            const int64_t slot = s.next_member[size_t(route.experts[k])]++;
+            s.member_token[size_t(slot)] = t;
+            s.member_weight[size_t(slot)] = route.weights[k];
+        }
+    }
     // Announced first, so that reads of non-resident experts overlap the work below.
-    std::vector<int32_t> needed;
-    std::vector<int64_t> token_counts;
+    s.needed.clear();
+    s.token_counts.clear();
     for (int64_t e = 0; e < X; ++e)
-        if (!by_expert[size_t(e)].empty()) {
-            needed.push_back(int32_t(e));
-            token_counts.push_back(int64_t(by_expert[size_t(e)].size()));
+        if (const int64_t count = s.first_member[size_t(e + 1)] - s.first_member[size_t(e)]; count > 0) {
+            s.needed.push_back(int32_t(e));
+            s.token_counts.push_back(count);
         }
     ExpertSource& source = *ctx.experts;
-    source.request(il, needed, token_counts);
+    source.request(il, s.needed, s.token_counts);
 
     // 8. latent input z = W_routed_down · y: [n][Ls]
-    std::vector<float> latent;
     const float* z = y;
     if (w.routed_down) {
-        latent.resize(size_t(n * Ls));
-        ctx.linear(*w.routed_down, y, n, latent.data());
-        z = latent.data();
+        s.latent.resize(size_t(n * Ls));
+        ctx.linear(*w.routed_down, y, n, s.latent.data());
+        z = s.latent.data();
     }
     // 13. shared experts read y: [n][E]
-    std::vector<float> shared;
-    if (w.shared) {
-        shared.resize(size_t(n * E));
-        situ_glu(ctx, *w.shared, y, n, shared.data());
-    }
+    s.shared.resize(w.shared ? size_t(n * E) : 0);
+    if (w.shared) situ_glu(ctx, *w.shared, y, n, s.shared.data());
 
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
-    // expert_out[e]: [members][Ls]
-    std::vector<std::vector<float>> expert_out(static_cast<size_t>(X));
-    std::vector<float> inputs, gate, up;
+    // expert e's outputs at expert_out rows [first_member[e], first_member[e + 1]), each [Ls]
+    s.expert_out.resize(size_t(n_members * Ls));
     while (const std::optional<ExpertMatrices> expert = source.next()) {
-        const auto& members = by_expert[size_t(expert->expert)];
-        const int64_t m = int64_t(members.size());
-        inputs.resize(size_t(m * Ls));
-        for (int64_t i = 0; i < m; ++i)
-            std::copy(z + members[size_t(i)].first * Ls, z + (members[size_t(i)].first + 1) * Ls, inputs.begin() + i * Ls);
-        gate.resize(size_t(m * Fe));
-        up.resize(size_t(m * Fe));
-        std::vector<float>& result = expert_out[size_t(expert->expert)];
-        result.resize(size_t(m * Ls));
-        ctx.linear_pair(expert->gate, expert->up, inputs.data(), m, gate.data(), up.data());
-        kernels::situ(gate.data(), up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, gate.data());
-        ctx.linear(expert->down, gate.data(), m, result.data());
+        const int64_t first = s.first_member[size_t(expert->expert)];
+        const int64_t m = s.first_member[size_t(expert->expert) + 1] - first;
+        s.inputs.resize(size_t(m * Ls));
+        for (int64_t i = 0; i < m; ++i) {
+            const float* row = z + s.member_token[size_t(first + i)] * Ls;
+            std::copy(row, row + Ls, s.inputs.begin() + i * Ls);
+        }
+        s.gate.resize(size_t(m * Fe));
+        s.up.resize(size_t(m * Fe));
+        ctx.linear_pair(expert->gate, expert->up, s.inputs.data(), m, s.gate.data(), s.up.data());
+        kernels::situ(s.gate.data(), s.up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, s.gate.data());
+        ctx.linear(expert->down, s.gate.data(), m, s.expert_out.data() + first * Ls);
         source.release(expert->expert);
     }
     // 10. m = sum_k w_k · expert output, summed in expert-id order whatever the arrival order
     // (the same float additions with or without a memory budget): [n][Ls]
-    std::vector<float> mixed(size_t(n * Ls), 0.0f);
-    for (int32_t e : needed) {
-        const auto& members = by_expert[size_t(e)];
-        for (size_t i = 0; i < members.size(); ++i) {
-            const float* src = expert_out[size_t(e)].data() + i * size_t(Ls);
-            float* dst = mixed.data() + members[i].first * Ls;
-            const float weight = members[i].second;
+    s.mixed.assign(size_t(n * Ls), 0.0f);
+    for (int32_t e : s.needed)
+        for (int64_t i = s.first_member[size_t(e)]; i < s.first_member[size_t(e) + 1]; ++i) {
+            const float* src = s.expert_out.data() + i * Ls;
+            float* dst = s.mixed.data() + s.member_token[size_t(i)] * Ls;
+            const float weight = s.member_weight[size_t(i)];
             for (int64_t d = 0; d < Ls; ++d) dst[d] += weight * src[d];
         }
-    }
     // 11. routed norm
     if (!w.routed_norm.empty())
         for (int64_t t = 0; t < n; ++t)
-            kernels::rms_norm(mixed.data() + t * Ls, w.routed_norm.data(), hp.rms_eps, Ls, mixed.data() + t * Ls);
-    ctx.emit(layer_name(il, "ffn_moe_routed"), mixed.data(), n, Ls);
+            kernels::rms_norm(s.mixed.data() + t * Ls, w.routed_norm.data(), hp.rms_eps, Ls, s.mixed.data() + t * Ls);
+    ctx.emit(layer_name(il, "ffn_moe_routed"), s.mixed.data(), n, Ls);
     // 12. back to full width
-    if (w.routed_up) ctx.linear(*w.routed_up, mixed.data(), n, out);
-    else std::copy(mixed.begin(), mixed.end(), out);
+    if (w.routed_up) ctx.linear(*w.routed_up, s.mixed.data(), n, out);
+    else std::copy(s.mixed.begin(), s.mixed.end(), out);
     // 14. f = m + sh
-    for (size_t i = 0; i < shared.size(); ++i) out[i] += shared[i];
+    for (size_t i = 0; i < s.shared.size(); ++i) out[i] += s.shared[i];
 }
 
 }  // namespace k3::model

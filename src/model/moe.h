@@ -21,6 +21,17 @@ struct Routing {
 // Steps 2-7 of §6.2 for one token's router logits [n_expert].
 Routing route_token(const HParams& hp, const float* router_logits, const std::vector<float>& selection_bias);
 
+// The buffers of moe_forward, reserved from the hyper-parameters for a batch of n_tokens and
+// kept across its layer calls (Model::forward owns one per pass, ForwardContext::moe), so that
+// no layer call allocates.
+struct MoeScratch {
+    MoeScratch(const HParams& hp, int64_t n_tokens);
+    std::vector<float> logits, probs, selection, latent, shared, inputs, gate, up, expert_out, mixed, member_weight;
+    std::vector<int32_t> order, needed;
+    std::vector<int64_t> token_counts, first_member, member_token, next_member;
+    std::vector<Routing> routes;
+};
+
 // out[t] = FFN_moe(y[t]) for n rows; y, out: [n][E].
 void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, const float* y, int64_t n, float* out);
 

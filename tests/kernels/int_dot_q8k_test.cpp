@@ -159,11 +159,11 @@ TEST_P(IntDotQ8K, MultiTokenKernelsAndMatmulEqualTheReference) {
         activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(x.data() + t * n, act.data() + t * act_bytes, n);
     const auto want = [&](int64_t r, int64_t t) { return reference_(info->data + r * w_bytes, act.data() + t * act_bytes, n); };
     for (Isa isa : levels_) {
-        const IntDotRowsFn dot_rows = int_dot_rows_kernel(traits_->type, isa);
-        ASSERT_NE(dot_rows, nullptr) << isa_name(isa);
+        const IntDotTileFn dot_tile = int_dot_tile_kernel(traits_->type, isa);
+        ASSERT_NE(dot_tile, nullptr) << isa_name(isa);
         for (int64_t count = 1; count <= tokens; ++count) {
             std::vector<float> y(size_t(count) * 3, -1.0f);
-            dot_rows(info->data, act.data(), act_bytes, count, n, y.data(), 3);
+            dot_tile(info->data, w_bytes, 1, act.data(), act_bytes, count, n, y.data(), 3);
             for (int64_t t = 0; t < count; ++t)
                 ASSERT_EQ(bits_of(y[size_t(t) * 3]), bits_of(want(0, t))) << isa_name(isa) << " " << count << " tokens, token " << t;
         }

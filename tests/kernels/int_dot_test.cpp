@@ -234,9 +234,10 @@ TEST_P(IntDot, EqualsScalarReferenceOnRandomBlocks) {
     }
 }
 
-// The multi-token kernels give each token exactly the single-token kernel's value; matmul's
-// native path gives every (token, row) exactly the scalar reference's value.
-TEST_P(IntDot, MultiTokenKernelsAndMatmulEqualTheRowKernel) {
+// The tile and lane kernels give every (row, token) exactly the single-token kernel's value, for
+// every count of rows and tokens around the tile sizes (up to four of each); matmul's native path gives
+// every (token, row) exactly the scalar reference's value.
+TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
     const int64_t n = 32 * 20, rows = 24, tokens = 9;
     std::mt19937 rng(5);
     std::vector<uint8_t> weights(tensor::row_bytes(*traits_, n) * rows);
@@ -255,17 +256,37 @@ TEST_P(IntDot, MultiTokenKernelsAndMatmulEqualTheRowKernel) {
     std::vector<uint8_t> act(act_bytes * tokens);
     for (int64_t t = 0; t < tokens; ++t) activation_quantizer(format_, Isa::scalar)(x.data() + t * n, act.data() + t * act_bytes, n);
     const size_t w_bytes = tensor::row_bytes(*traits_, n);
-    for (Isa isa : simd_levels()) {
-        const IntDotRowsFn dot_rows = int_dot_rows_kernel(traits_->type, isa);
-        ASSERT_NE(dot_rows, nullptr) << isa_name(isa);
-        for (int64_t count = 1; count <= tokens; ++count) {
-            std::vector<float> y(size_t(count) * 3, -1.0f);
-            dot_rows(weights.data(), act.data(), act_bytes, count, n, y.data(), 3);
-            for (int64_t t = 0; t < count; ++t)
-                ASSERT_EQ(bits_of(y[size_t(t) * 3]), bits_of(reference_(weights.data(), act.data() + t * act_bytes, n)))
-                    << isa_name(isa) << " " << count << " tokens, token " << t;
+    // The same rows lane-packed for the lane kernels.
+    const int64_t groups = act_lane_groups(n);
+    std::vector<ActLaneGroup> lanes(size_t(groups * tokens));
+    for (int64_t t = 0; t < tokens; ++t) pack_act_lanes(format_, act.data() + t * act_bytes, n, lanes.data() + t * groups);
+    const size_t lane_bytes = size_t(groups) * sizeof(ActLaneGroup);
+    const int64_t y_stride = rows + 3;
+    for (Isa isa : simd_levels())
+        for (const bool lane_kernel : {false, true}) {
+            const IntDotTileFn dot_tile =
+                lane_kernel ? int_dot_lanes_kernel(traits_->type, isa) : int_dot_tile_kernel(traits_->type, isa);
+            ASSERT_NE(dot_tile, nullptr) << isa_name(isa);
+            const auto* rows_in = lane_kernel ? reinterpret_cast<const uint8_t*>(lanes.data()) : act.data();
+            const size_t stride = lane_kernel ? lane_bytes : act_bytes;
+            for (int64_t row_count : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(7), int64_t(8), rows})
+                for (int64_t count = 1; count <= tokens; ++count) {
+                    std::vector<float> y(size_t(count * y_stride), -1.0f);
+                    dot_tile(weights.data(), w_bytes, row_count, rows_in, stride, count, n, y.data(), y_stride);
+                    for (int64_t t = 0; t < count; ++t)
+                        for (int64_t r = 0; r < y_stride; ++r) {
+                            const float got = y[size_t(t * y_stride + r)];
+                            if (r >= row_count) {
+                                ASSERT_EQ(got, -1.0f) << isa_name(isa) << " wrote past " << row_count << " rows";
+                                continue;
+                            }
+                            ASSERT_EQ(bits_of(got),
+                                      bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
+                                << isa_name(isa) << (lane_kernel ? " lanes " : " tile ") << row_count << " rows, "
+                                << count << " tokens, row " << r << " token " << t;
+                        }
+                }
         }
-    }
     const MatrixView w{traits_, weights.data(), n, rows, w_bytes};
     ThreadPool pool(2);
     for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
