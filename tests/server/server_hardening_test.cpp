@@ -265,7 +265,7 @@ TEST(ServerHardening, SigtermMidStreamEndsWithAShutdownError) {
     EXPECT_EQ(last["error"]["code"], "server_shutdown") << last.dump();
     for (const std::string& event : events)
         EXPECT_EQ(event.find("\"finish_reason\":\"stop\""), std::string::npos) << "a cut stream read as a stop";
-    EXPECT_EQ(server.stop(), 0);
+    EXPECT_EQ(server.wait_for_exit(), 0);
 }
 
 // The worker pool's bounds, in process: one worker, no queue, a handler held until released.

@@ -55,6 +55,11 @@ ServerProcess::~ServerProcess() {
 int ServerProcess::stop() {
     if (pid_ <= 0) return -1;
     kill(pid_, SIGTERM);
+    return wait_for_exit();
+}
+
+int ServerProcess::wait_for_exit() {
+    if (pid_ <= 0) return -1;
     int status = 0;
     const pid_t reaped = waitpid(pid_, &status, 0);
     pid_ = -1;

@@ -22,6 +22,9 @@ public:
     pid_t pid() const { return pid_; }
     // Sends SIGTERM and returns the exit status (-1 if it died by a signal or could not be reaped).
     int stop();
+    // Waits for a server already told to stop (a second SIGTERM would find it mid-shutdown) and
+    // returns its exit status as stop() does.
+    int wait_for_exit();
 
 private:
     pid_t pid_ = -1;
