@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "model/fixture_cases.h"
+#include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/generation.h"
 #include "util/error.h"
@@ -20,18 +21,8 @@ using testing::ModelFixture;
 // fixtures/README.md §5: every logit within 0.03 of the reference.
 constexpr float kLogitTolerance = 0.03f;
 
-class Generation : public ::testing::Test {
+class Generation : public testing::TinyK3EngineSuite<Generation> {
 protected:
-    static void SetUpTestSuite() {
-        fixture_ = new ModelFixture(testing::load_model_fixture("tiny-k3"));
-        EngineOptions options;
-        options.n_threads = 2;
-        engine_ = Engine::load(fixture_->model_path, options).release();
-    }
-    static void TearDownTestSuite() {
-        delete engine_;
-        delete fixture_;
-    }
 
     static GenerationParams greedy(int64_t max_tokens) {
         GenerationParams params;
@@ -51,12 +42,8 @@ protected:
             << c.name << " row " << n - 1;
     }
 
-    static ModelFixture* fixture_;
-    static Engine* engine_;
 };
 
-ModelFixture* Generation::fixture_ = nullptr;
-Engine* Generation::engine_ = nullptr;
 
 TEST_F(Generation, GreedyEqualsReferenceContinuationForEveryCase) {
     for (const FixtureCase& c : fixture_->cases) {

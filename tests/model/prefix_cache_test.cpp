@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "model/fixture_cases.h"
+#include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/generation.h"
 #include "runtime/prefix_cache.h"
@@ -29,18 +30,8 @@ std::vector<int32_t> concat(std::initializer_list<std::span<const int32_t>> part
     return all;
 }
 
-class PrefixCacheTest : public ::testing::Test {
+class PrefixCacheTest : public testing::TinyK3EngineSuite<PrefixCacheTest> {
 protected:
-    static void SetUpTestSuite() {
-        fixture_ = new ModelFixture(testing::load_model_fixture("tiny-k3"));
-        EngineOptions options;
-        options.n_threads = 2;
-        engine_ = Engine::load(fixture_->model_path, options).release();
-    }
-    static void TearDownTestSuite() {
-        delete engine_;
-        delete fixture_;
-    }
 
     // Stand-ins for chat parts, cut from the fixture's token sequences: a 130-token system
     // prompt and user messages (the fixture's short/medium/special cases).
@@ -73,12 +64,8 @@ protected:
     void TearDown() override { std::printf("[ measured ] max |dlogit| cached vs cold: %.3g\n", double(max_diff_)); }
 
     float max_diff_ = 0.0f;
-    static ModelFixture* fixture_;
-    static Engine* engine_;
 };
 
-ModelFixture* PrefixCacheTest::fixture_ = nullptr;
-Engine* PrefixCacheTest::engine_ = nullptr;
 
 TEST_F(PrefixCacheTest, CheckpointPositionsAreChunkAlignedAndInsideThePrompt) {
     PrefixCache cache(*engine_, {.checkpoint_every = 32});

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "model/fixture_cases.h"
+#include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
 #include "util/error.h"
@@ -51,18 +52,8 @@ TEST(PagedRows, GrowsWithoutMovingRowsAndCopiesASharedPageBeforeWriting) {
     EXPECT_EQ(cache.row(PagedRows::kTokensPerPage + 1)[0], float((PagedRows::kTokensPerPage + 1) * width));
 }
 
-class SessionState : public ::testing::Test {
+class SessionState : public testing::TinyK3EngineSuite<SessionState> {
 protected:
-    static void SetUpTestSuite() {
-        fixture_ = new ModelFixture(testing::load_model_fixture("tiny-k3"));
-        EngineOptions options;
-        options.n_threads = 2;
-        engine_ = Engine::load(fixture_->model_path, options).release();
-    }
-    static void TearDownTestSuite() {
-        delete engine_;
-        delete fixture_;
-    }
     static const FixtureCase& long_case() { return fixture_->cases[2]; }
     static std::span<const int32_t> tokens(size_t from, size_t to) {
         return std::span(long_case().tokens).subspan(from, to - from);
@@ -70,12 +61,8 @@ protected:
     // Logits after tokens[0..n) computed cold, in one pass.
     static std::vector<float> cold(size_t n) { return engine_->new_session()->eval(tokens(0, n)); }
 
-    static ModelFixture* fixture_;
-    static Engine* engine_;
 };
 
-ModelFixture* SessionState::fixture_ = nullptr;
-Engine* SessionState::engine_ = nullptr;
 
 TEST_F(SessionState, TruncateRestoresTheNearestCheckpointAndReplaysTheGap) {
     std::unique_ptr<Session> session = engine_->new_session();
