@@ -13,17 +13,11 @@
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
+#include "fuzz_support.h"
+
 namespace {
 
-void require(bool ok) {
-    if (!ok) std::abort();
-}
-
-const k3::text::Tokenizer& tokenizer() {
-    static const auto file = k3::gguf::GgufFile::open(K3_FUZZ_VOCABULARY);
-    static const k3::text::Tokenizer tok = k3::text::Tokenizer::from_gguf(*file);
-    return tok;
-}
+using k3::fuzz::require;
 
 const k3::text::ChatTemplate& chat_template() {
     static const k3::text::ChatTemplate tmpl{std::string(k3::text::bundled_kimi_k3_template())};
@@ -34,7 +28,7 @@ const k3::text::ChatTemplate& chat_template() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string body(reinterpret_cast<const char*>(data), size);
-    const k3::text::Tokenizer& tok = tokenizer();
+    const k3::text::Tokenizer& tok = k3::fuzz::fuzz_tokenizer(K3_FUZZ_VOCABULARY);
     try {
         const k3::server::ChatInput input = k3::server::parse_chat_input(k3::server::parse_body(body));
         const k3::text::ChatPrompt prompt = k3::text::render_chat_prompt(

@@ -8,11 +8,11 @@
 
 #include "text/output_parser.h"
 
+#include "fuzz_support.h"
+
 namespace {
 
-void require(bool ok) {
-    if (!ok) std::abort();
-}
+using k3::fuzz::require;
 
 bool has_marker(std::string_view text) {
     using namespace k3::text;

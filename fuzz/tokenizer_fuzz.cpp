@@ -10,23 +10,13 @@
 #include "text/tokenizer.h"
 #include "text/utf8.h"
 
-namespace {
+#include "fuzz_support.h"
 
-void require(bool ok) {
-    if (!ok) std::abort();
-}
-
-const k3::text::Tokenizer& tokenizer() {
-    static const auto file = k3::gguf::GgufFile::open(K3_FUZZ_VOCABULARY);
-    static const k3::text::Tokenizer tok = k3::text::Tokenizer::from_gguf(*file);
-    return tok;
-}
-
-}  // namespace
+using k3::fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
-    const k3::text::Tokenizer& tok = tokenizer();
+    const k3::text::Tokenizer& tok = k3::fuzz::fuzz_tokenizer(K3_FUZZ_VOCABULARY);
     for (bool parse_special : {false, true}) {
         const auto ids = tok.encode(text, parse_special);
         require(tok.decode(ids) == text);
