@@ -20,7 +20,6 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/options.h"
 #include "cli/generation_front.h"
 #include "cli/options.h"
 #include "util/error.h"
@@ -128,10 +127,7 @@ public:
     Chat(const GenerationOptions& options, bool interactive)
         : options_(options), interactive_(interactive), engine_(load_engine(options)),
           tokenizer_(text::Tokenizer::from_gguf(engine_->file())),
-          prompter_(engine_->file(), tokenizer_, options), cache_(*engine_, options.cache), session_(*engine_, &cache_),
-          params_(generation_params(options, tokenizer_)) {
-        check_context_size(options.ctx_size, engine_->n_ctx_train());
-        n_ctx_ = options.ctx_size > 0 ? options.ctx_size : engine_->n_ctx_train();
+          prompter_(engine_->file(), tokenizer_, options), scheduler_(*engine_, checked_scheduler_options(options)) {
         reset();
     }
 
@@ -181,10 +177,11 @@ public:
     // Answers the conversation as it stands (its last message is usually the user's).
     void answer() {
         const std::vector<int32_t> ids = prompter_.render(messages_).ids;
-        if (int64_t(ids.size()) >= n_ctx_)
+        const int64_t n_ctx = scheduler_.ctx_size();
+        if (int64_t(ids.size()) >= n_ctx)
             throw Error("the conversation has " + std::to_string(ids.size()) + " tokens and the context holds " +
-                        std::to_string(n_ctx_) + ": /reset starts a new conversation" +
-                        (n_ctx_ < engine_->n_ctx_train()
+                        std::to_string(n_ctx) + ": /reset starts a new conversation" +
+                        (n_ctx < engine_->n_ctx_train()
                              ? " (or restart with a larger -c, up to " + std::to_string(engine_->n_ctx_train()) + ")"
                              : ""));
         AnswerStreams streams;
@@ -195,19 +192,23 @@ public:
         runtime::GenerationResult result;
         {
             InterruptScope interrupt_scope;
-            result = runtime::generate(session_, ids, params_,
-                                       [&](int32_t id) { return printer.push(id) && !g_interrupted; });
+            result = runtime::generate(
+                scheduler_, generation_request(options_, tokenizer_, ids, n_ctx),
+                [&](const runtime::SampledToken& token) { return printer.push(token.id); },
+                [] { return g_interrupted.load(); });
         }
         printer.finish();
+        if (result.summary.outcome == runtime::JobOutcome::error)
+            throw Error("generation failed: " + result.summary.error);
         // What was typed while the answer streamed (a Ctrl-D included) would otherwise reach the
         // next prompt as text.
         if (interactive_) tcflush(STDIN_FILENO, TCIFLUSH);
         messages_.push_back(printer.assistant_message());
-        notice_cut_reasoning(printer, result, options_);
-        if (result.finish == runtime::FinishReason::context)
+        notice_cut_reasoning(printer, result.summary, options_);
+        if (result.summary.outcome == runtime::JobOutcome::finished && result.summary.finish == runtime::FinishReason::context)
             std::fprintf(stderr, "note: the context (%lld tokens) is full and the answer was cut; /reset starts a new conversation\n",
-                         static_cast<long long>(n_ctx_));
-        if (!options_.quiet) print_generation_stats(result.stats);
+                         static_cast<long long>(n_ctx));
+        if (!options_.quiet) print_generation_stats(result.summary);
     }
 
     void set_messages(ordered_json messages) { messages_ = std::move(messages); }
@@ -220,16 +221,17 @@ private:
         engine_options.numerics = options.numerics;
         return runtime::Engine::load(options.model_path, engine_options);
     }
+    runtime::SchedulerOptions checked_scheduler_options(const GenerationOptions& options) const {
+        check_context_size(options.ctx_size, engine_->n_ctx_train());
+        return scheduler_options(options);
+    }
 
     const GenerationOptions& options_;
     bool interactive_;
     std::unique_ptr<runtime::Engine> engine_;
     text::Tokenizer tokenizer_;
     ChatPrompter prompter_;
-    runtime::PrefixCache cache_;  // each turn resumes from the last one's checkpoints
-    runtime::CachedSession session_;
-    runtime::GenerationParams params_;
-    int64_t n_ctx_ = 0;  // the context length in use
+    runtime::Scheduler scheduler_;  // its prompt cache resumes each turn from the last one's checkpoints
     ordered_json messages_;
 };
 

@@ -22,6 +22,7 @@
 #include "cli/generation_front.h"
 #include "gguf/gguf_file.h"
 #include "runtime/session_file.h"
+#include "server/generation_sink.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -82,6 +83,7 @@ Prompt build_prompt(const RunOptions& options, const ChatPrompter* prompter, con
 
 ordered_json result_json(const Prompt& prompt, const runtime::GenerationResult& result, const AnswerPrinter& printer,
                          bool chat) {
+    const runtime::GenerationSummary& summary = result.summary;
     ordered_json out;
     out["prompt_tokens"] = prompt.ids;
     out["tokens"] = result.tokens;
@@ -92,12 +94,12 @@ ordered_json result_json(const Prompt& prompt, const runtime::GenerationResult& 
         out["reasoning_content"] = message.value("reasoning_content", "");
         out["tool_calls"] = message.value("tool_calls", ordered_json::array());
     }
-    out["finish_reason"] = runtime::finish_reason_name(result.finish);
-    const runtime::GenerationStats& s = result.stats;
-    out["timings"] = {{"prompt_tokens", s.prompt_tokens},
-                      {"prompt_seconds", s.prompt_seconds},
-                      {"generated_tokens", s.generated_tokens},
-                      {"generation_seconds", s.generation_seconds}};
+    out["finish_reason"] = runtime::finish_reason_name(summary.finish);
+    out["usage"] = server::usage_json(summary);
+    out["timings"] = {{"prompt_tokens", summary.n_prompt - summary.n_cached},
+                      {"prompt_seconds", prompt_seconds(summary)},
+                      {"generated_tokens", summary.n_generated},
+                      {"generation_seconds", generation_seconds(summary)}};
     return out;
 }
 
@@ -157,7 +159,8 @@ int run_run(int argc, char** argv) {
     streams.dim_reasoning = isatty(STDERR_FILENO);
     streams.answer = options.json ? nullptr : stdout;
     AnswerPrinter printer(tokenizer, options.generation, streams, chat, chat && prompter->thinking());
-    runtime::PrefixCache cache(*engine, options.generation.cache);
+    runtime::Scheduler scheduler(*engine, scheduler_options(options.generation));
+    runtime::PrefixCache& cache = scheduler.cache();
     if (!options.prompt_cache.empty() && std::filesystem::exists(options.prompt_cache)) {
         try {
             cache.insert(std::make_shared<const runtime::SessionState>(
@@ -166,12 +169,12 @@ int run_run(int argc, char** argv) {
             std::fprintf(stderr, "k3: warning: --prompt-cache: ignoring %s\n", e.what());
         }
     }
-    runtime::CachedSession session(*engine, &cache);
-    const runtime::GenerationResult result =
-        runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
-                          [&](int32_t id) { return printer.push(id); });
+    const runtime::GenerationResult result = runtime::generate(
+        scheduler, generation_request(options.generation, tokenizer, prompt.ids, scheduler.ctx_size()),
+        [&](const runtime::SampledToken& token) { return printer.push(token.id); });
     printer.finish();
-    if (chat) notice_cut_reasoning(printer, result, options.generation);
+    if (result.summary.outcome == runtime::JobOutcome::error) throw Error("generation failed: " + result.summary.error);
+    if (chat) notice_cut_reasoning(printer, result.summary, options.generation);
     // The prompt's last checkpoint (as far as a later prompt starting with this one can resume).
     if (const runtime::SessionSnapshot state = options.prompt_cache.empty() ? nullptr : cache.lookup(prompt.ids))
         runtime::write_session_file(options.prompt_cache, *state, engine->identity());
@@ -179,7 +182,7 @@ int run_run(int argc, char** argv) {
         const ordered_json out = result_json(prompt, result, printer, chat);
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
-    if (!options.generation.quiet) print_generation_stats(result.stats);
+    if (!options.generation.quiet) print_generation_stats(result.summary);
     return 0;
 }
 

@@ -62,13 +62,7 @@ int run_serve(int argc, char** argv) {
         ->check(CLI::ExistingFile);
     // Defaults for the sampling fields a request leaves out.
     server::SamplingDefaults& sampling = options.sampling;
-    app.add_option("--temp", sampling.temperature, "temperature (unset: 1 for the OpenAI endpoints, 0.8 for /completion; 0: greedy)")
-        ->check(at_least(0));
-    app.add_option("--top-p", sampling.top_p, "nucleus sampling (1: off)")->check(in_range(0, 1));
-    app.add_option("--top-k", sampling.top_k, "keep the K most likely tokens (0: off)")->check(at_least(0));
-    app.add_option("--min-p", sampling.min_p, "drop tokens below this fraction of the best one's probability (0: off)")
-        ->check(in_range(0, 1));
-    app.add_option("--seed", sampling.seed, "seed for requests that give none (unset: a random one per request)");
+    add_sampling_options(app, sampling);
     app.add_option("-n,--n-predict", sampling.max_tokens, "tokens to generate when a request gives no limit (unset: the rest of the context)")
         ->check(at_least(1));
     add_residency_options(app, options.residency);

@@ -2,7 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <random>
+#include <algorithm>
 
 #include "cli/numerics_option.h"
 #include "cli/options.h"
@@ -18,10 +18,12 @@ using nlohmann::ordered_json;
 
 namespace {
 
-// The control tokens of K3's output markup, which the output parser reads.
-bool is_markup_marker(std::string_view text) {
-    return text == text::kOpenMarker || text == text::kCloseMarker || text == text::kSepMarker ||
-           text == text::kEndOfMessageMarker;
+text::AnswerOptions answer_options(const GenerationOptions& options, bool chat, bool starts_thinking) {
+    text::AnswerOptions answer;
+    answer.stop_strings = options.stop_strings;
+    answer.show_special = options.show_special;
+    if (chat) answer.chat = starts_thinking ? text::OutputStart::Think : text::OutputStart::Response;
+    return answer;
 }
 
 }  // namespace
@@ -31,13 +33,7 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_option("-n,--n-predict", options.n_predict,
                    "most tokens per answer (-1: until the end of the turn or a full context)")
         ->check(token_limit());
-    app.add_option("--temp", options.temperature, "temperature (0: greedy)")->check(at_least(0));
-    app.add_option("--top-p", options.top_p, "nucleus sampling: smallest set of tokens with this much probability (1: off)")
-        ->check(in_range(0, 1));
-    app.add_option("--top-k", options.top_k, "sample among the K most likely tokens (0: off)")->check(at_least(0));
-    app.add_option("--min-p", options.min_p, "drop tokens less likely than this fraction of the top one (0: off)")
-        ->check(in_range(0, 1));
-    app.add_option("--seed", options.seed, "random seed (default: a random one)");
+    add_sampling_options(app, options.sampling);
     app.add_option("-t,--threads", options.threads, "worker threads (0: all hardware threads)")->check(thread_count());
     app.add_option("-c,--ctx-size", options.ctx_size, "context length in tokens (0: the model's)")->check(at_least(0));
     add_residency_options(app, options.residency);
@@ -57,17 +53,24 @@ void add_generation_options(CLI::App& app, GenerationOptions& options) {
     accept_jinja_flag(app);
 }
 
-runtime::GenerationParams generation_params(const GenerationOptions& options, const text::Tokenizer& tokenizer) {
-    runtime::GenerationParams params;
-    params.sampling.temperature = options.temperature;
-    params.sampling.top_p = options.top_p;
-    params.sampling.top_k = options.top_k;
-    params.sampling.min_p = options.min_p;
-    params.sampling.seed = options.seed ? *options.seed : std::random_device{}();
-    params.max_tokens = options.n_predict;
-    params.n_ctx = options.ctx_size;
-    params.stop_ids = tokenizer.end_of_generation_ids();
-    return params;
+runtime::SchedulerOptions scheduler_options(const GenerationOptions& options) {
+    runtime::SchedulerOptions scheduler;
+    scheduler.n_slots = 1;
+    scheduler.ctx_size = options.ctx_size;
+    scheduler.cache = options.cache;
+    return scheduler;
+}
+
+runtime::GenerationRequest generation_request(const GenerationOptions& options, const text::Tokenizer& tokenizer,
+                                              std::vector<int32_t> prompt, int64_t ctx_size) {
+    runtime::GenerationRequest request;
+    request.params.sampling = runtime::default_sampling(options.sampling);
+    request.params.max_tokens = options.n_predict;
+    if (options.n_predict > 0 && ctx_size > int64_t(prompt.size()))
+        request.params.max_tokens = std::min(options.n_predict, ctx_size - int64_t(prompt.size()));
+    request.params.stop_ids = tokenizer.end_of_generation_ids();
+    request.prompt = std::move(prompt);
+    return request;
 }
 
 ChatPrompter::ChatPrompter(const gguf::GgufFile& file, const text::Tokenizer& tokenizer,
@@ -112,50 +115,35 @@ ordered_json ChatPrompter::first_messages(const std::string& text) const {
 
 AnswerPrinter::AnswerPrinter(const text::Tokenizer& tokenizer, const GenerationOptions& options,
                              AnswerStreams streams, bool chat, bool starts_thinking)
-    : tokenizer_(tokenizer),
-      detokenizer_(tokenizer),
-      stops_(options.stop_strings),
-      streams_(streams),
-      show_special_(options.show_special) {
-    if (chat) parser_.emplace(starts_thinking ? text::OutputStart::Think : text::OutputStart::Response);
-}
+    : answer_(tokenizer, answer_options(options, chat, starts_thinking)), streams_(streams) {}
 
 AnswerPrinter::~AnswerPrinter() = default;
 
 bool AnswerPrinter::push(int32_t id) {
-    // An end-of-generation id only ends the answer; its text is not part of it.
-    if (tokenizer_.is_end_of_generation(id)) return true;
-    if (tokenizer_.is_special(id) && !show_special_ && !(parser_ && is_markup_marker(tokenizer_.token_bytes(id))))
-        return true;
-    show(stops_.push(detokenizer_.push(id)));
-    return !stops_.stopped();
+    show(answer_.push(id));
+    return !answer_.stopped();
 }
 
 void AnswerPrinter::finish() {
-    show(stops_.push(detokenizer_.finish()));
-    show(stops_.finish());
-    if (parser_) show_parsed(parser_->finish());
+    show(answer_.finish());
     end_reasoning();
     if (!streams_.answer) return;
     if (!answer_ends_with_newline_) std::fputc('\n', streams_.answer);
     std::fflush(streams_.answer);
 }
 
-void AnswerPrinter::show(const std::string& piece) {
-    if (piece.empty()) return;
-    text_ += piece;
-    if (parser_) show_parsed(parser_->push(piece));
-    else show_answer(piece);
+bool AnswerPrinter::only_reasoning() const {
+    const text::ParsedOutput& parsed = answer_.parsed();
+    return !parsed.reasoning.empty() && parsed.content.empty() && parsed.tool_calls.empty();
 }
 
-void AnswerPrinter::show_parsed(const text::OutputDelta& delta) {
+void AnswerPrinter::show(const text::OutputDelta& delta) {
     if (!delta.reasoning.empty()) show_reasoning(delta.reasoning);
     if (!delta.content.empty()) show_answer(delta.content);
     for (const text::ToolCall& call : delta.tool_calls) show_tool_call(call);
 }
 
 void AnswerPrinter::show_reasoning(const std::string& piece) {
-    reasoning_ += piece;
     if (!streams_.reasoning) return;
     if (!in_reasoning_block_) {
         in_reasoning_block_ = true;
@@ -175,7 +163,6 @@ void AnswerPrinter::end_reasoning() {
 
 void AnswerPrinter::show_answer(const std::string& piece) {
     end_reasoning();
-    answer_ += piece;
     if (!streams_.answer) return;
     std::fwrite(piece.data(), 1, piece.size(), streams_.answer);
     answer_ends_with_newline_ = piece.back() == '\n';
@@ -197,31 +184,46 @@ void AnswerPrinter::show_tool_call(const text::ToolCall& call) {
 }
 
 ordered_json AnswerPrinter::assistant_message() const {
-    ordered_json message = {{"role", "assistant"}, {"content", answer_}};
-    if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
+    const text::ParsedOutput& parsed = answer_.parsed();
+    ordered_json message = {{"role", "assistant"}, {"content", parsed.content}};
+    if (!parsed.reasoning.empty()) message["reasoning_content"] = parsed.reasoning;
     if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
     return message;
 }
 
-void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationResult& result,
+void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationSummary& summary,
                           const GenerationOptions& options) {
-    if (!printer.only_reasoning()) return;
-    if (result.finish == runtime::FinishReason::length)
+    if (!printer.only_reasoning() || summary.outcome != runtime::JobOutcome::finished) return;
+    if (summary.finish == runtime::FinishReason::length)
         std::fprintf(stderr,
                      "note: generation stopped inside the reasoning after %lld tokens (-n %lld), so there is no answer; "
                      "allow more tokens (-n N, or -n -1 for no limit) or answer without reasoning (--no-thinking)\n",
-                     static_cast<long long>(result.tokens.size()), static_cast<long long>(options.n_predict));
-    else if (result.finish == runtime::FinishReason::context)
+                     static_cast<long long>(summary.n_generated), static_cast<long long>(options.n_predict));
+    else if (summary.finish == runtime::FinishReason::context)
         std::fprintf(stderr,
                      "note: the context filled up inside the reasoning, so there is no answer; give a larger context "
                      "(-c N) or answer without reasoning (--no-thinking)\n");
 }
 
-void print_generation_stats(const runtime::GenerationStats& stats) {
-    std::fprintf(stderr, "prompt: %lld tokens", static_cast<long long>(stats.prompt_tokens));
-    if (stats.reused_tokens > 0) std::fprintf(stderr, " (+%lld cached)", static_cast<long long>(stats.reused_tokens));
-    std::fprintf(stderr, ", %.1f t/s | generation: %lld tokens, %.1f t/s\n", stats.prompt_tokens_per_second(),
-                 static_cast<long long>(stats.generated_tokens), stats.generated_tokens_per_second());
+double prompt_seconds(const runtime::GenerationSummary& summary) {
+    const double end = summary.n_generated > 0 ? summary.first_token_ms : summary.total_ms;
+    return std::max(0.0, end - summary.queue_ms) / 1000.0;
+}
+
+double generation_seconds(const runtime::GenerationSummary& summary) {
+    return summary.n_generated > 0 ? std::max(0.0, summary.total_ms - summary.first_token_ms) / 1000.0 : 0.0;
+}
+
+void print_generation_stats(const runtime::GenerationSummary& summary) {
+    const int64_t fed = summary.n_prompt - summary.n_cached;
+    const double prompt_s = prompt_seconds(summary), generation_s = generation_seconds(summary);
+    // The first token comes with the prompt; the rate counts the ones after it.
+    const int64_t after_first = std::max<int64_t>(0, summary.n_generated - 1);
+    std::fprintf(stderr, "prompt: %lld tokens", static_cast<long long>(fed));
+    if (summary.n_cached > 0) std::fprintf(stderr, " (+%lld cached)", static_cast<long long>(summary.n_cached));
+    std::fprintf(stderr, ", %.1f t/s | generation: %lld tokens, %.1f t/s\n", prompt_s > 0 ? double(fed) / prompt_s : 0.0,
+                 static_cast<long long>(summary.n_generated),
+                 generation_s > 0 ? double(after_first) / generation_s : 0.0);
 }
 
 std::vector<int32_t> parse_token_ids(const std::string& text, int32_t n_vocab) {

@@ -13,11 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/engine.h"
-#include "runtime/generation.h"
+#include "runtime/scheduler.h"
 #include "text/chat_prompt.h"
 #include "text/chat_template.h"
-#include "text/output_parser.h"
-#include "text/stop_strings.h"
+#include "text/answer_assembler.h"
 #include "text/tokenizer.h"
 
 namespace CLI { class App; }
@@ -29,11 +28,7 @@ namespace k3::cli {
 struct GenerationOptions {
     std::string model_path;
     int64_t n_predict = 512;  // < 0: until end of generation or the context is full
-    float temperature = 0.8f;
-    float top_p = 0.95f;
-    int32_t top_k = 40;
-    float min_p = 0.05f;
-    std::optional<uint64_t> seed;  // unset: a random seed
+    runtime::SamplingDefaults sampling;  // the same defaults as k3 serve's
     int threads = 0;
     int64_t ctx_size = 0;          // 0: the model's context length
     std::vector<std::string> stop_strings;
@@ -51,8 +46,14 @@ struct GenerationOptions {
 
 void add_generation_options(CLI::App& app, GenerationOptions& options);
 
-// Sampling and limits; generation stops at the vocabulary's end-of-generation ids.
-runtime::GenerationParams generation_params(const GenerationOptions& options, const text::Tokenizer& tokenizer);
+// One slot of the scheduler the server uses, with the options' context length and prompt cache.
+runtime::SchedulerOptions scheduler_options(const GenerationOptions& options);
+
+// A request for `prompt` with the options' sampling (a fresh seed for --seed -1), ending at the
+// vocabulary's end-of-generation ids; -n is kept within the context left after the prompt, as
+// k3 serve's -n is.
+runtime::GenerationRequest generation_request(const GenerationOptions& options, const text::Tokenizer& tokenizer,
+                                              std::vector<int32_t> prompt, int64_t ctx_size);
 
 // The model's chat template (tokenizer.chat_template; the bundled Kimi-K3 one when the file has
 // none) with the variables a front end passes besides the messages.
@@ -84,8 +85,8 @@ struct AnswerStreams {
     FILE* answer = stdout;     // null: collected only (text(), assistant_message())
 };
 
-// Turns sampled ids into what the user sees, as they come: well-formed UTF-8, cut at the
-// first stop string, split into reasoning, answer and tool calls when `chat` is set.
+// Shows what text::AnswerAssembler makes of the sampled ids as they come: the reasoning, the
+// answer, tool calls as JSON lines.
 class AnswerPrinter {
 public:
     AnswerPrinter(const text::Tokenizer& tokenizer, const GenerationOptions& options, AnswerStreams streams,
@@ -96,28 +97,21 @@ public:
     bool push(int32_t id);
     void finish();  // flushes held-back text and ends the reasoning block or line
 
-    const std::string& text() const { return text_; }  // everything shown, as generated
+    const std::string& text() const { return answer_.text(); }  // everything shown, as generated
     // Reasoning came and nothing else: generation stopped before the answer began.
-    bool only_reasoning() const { return !reasoning_.empty() && answer_.empty() && tool_calls_.empty(); }
+    bool only_reasoning() const;
     // {"role":"assistant","content":..., "reasoning_content":..., "tool_calls":[...]} (chat).
     nlohmann::ordered_json assistant_message() const;
 
 private:
-    void show(const std::string& piece);
-    void show_parsed(const text::OutputDelta& delta);
+    void show(const text::OutputDelta& delta);
     void show_reasoning(const std::string& piece);
     void show_answer(const std::string& piece);
     void show_tool_call(const text::ToolCall& call);
     void end_reasoning();
 
-    const text::Tokenizer& tokenizer_;
-    text::StreamingDetokenizer detokenizer_;
-    text::StopStringFilter stops_;
+    text::AnswerAssembler answer_;
     AnswerStreams streams_;
-    bool show_special_;
-    std::optional<text::OutputParser> parser_;  // chat only
-    std::string text_;
-    std::string reasoning_, answer_;
     nlohmann::ordered_json tool_calls_ = nlohmann::ordered_json::array();
     bool in_reasoning_block_ = false;
     bool answer_ends_with_newline_ = true;
@@ -125,11 +119,15 @@ private:
 
 // On stderr, when the answer was cut inside the reasoning (so nothing reached stdout): why, and
 // how to leave room for the answer.
-void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationResult& result,
+void notice_cut_reasoning(const AnswerPrinter& printer, const runtime::GenerationSummary& summary,
                           const GenerationOptions& options);
 
+// Seconds spent on the prompt (from taking a slot to the first token) and on the rest.
+double prompt_seconds(const runtime::GenerationSummary& summary);
+double generation_seconds(const runtime::GenerationSummary& summary);
+
 // "prompt: 12 tokens, 345.6 t/s | generation: 32 tokens, 120.3 t/s" on stderr.
-void print_generation_stats(const runtime::GenerationStats& stats);
+void print_generation_stats(const runtime::GenerationSummary& summary);
 
 // Comma-separated token ids, e.g. "1,2,3"; k3::Error naming the bad item.
 std::vector<int32_t> parse_token_ids(const std::string& text, int32_t n_vocab);

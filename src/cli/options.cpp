@@ -117,6 +117,16 @@ CLI::Validator token_limit() {
     return number_check([](double v) { return v == -1 || v >= 1; }, "must be -1 (no limit) or at least 1");
 }
 
+void add_sampling_options(CLI::App& app, runtime::SamplingDefaults& sampling) {
+    app.add_option("--temp", sampling.temperature, "temperature (0: greedy)")->check(at_least(0));
+    app.add_option("--top-p", sampling.top_p, "nucleus sampling: smallest set of tokens with this much probability (1: off)")
+        ->check(in_range(0, 1));
+    app.add_option("--top-k", sampling.top_k, "sample among the K most likely tokens (0: off)")->check(at_least(0));
+    app.add_option("--min-p", sampling.min_p, "drop tokens less likely than this fraction of the top one (0: off)")
+        ->check(in_range(0, 1));
+    app.add_option("--seed", sampling.seed, "random seed (-1: a fresh random one for each answer)")->check(at_least(-1));
+}
+
 CLI::Validator byte_size() {
     return CLI::Validator(
         [](std::string& text) -> std::string {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/sampler.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -41,6 +42,9 @@ CLI::Validator token_limit();
 CLI::Validator byte_size();
 // -t: 0 (all hardware threads) up to a few threads per hardware thread; more only contend.
 CLI::Validator thread_count();
+
+// --temp, --top-p, --top-k, --min-p, --seed, the same for run, chat and serve.
+void add_sampling_options(CLI::App& app, runtime::SamplingDefaults& sampling);
 
 // --jinja, accepted where a chat template is rendered (k3 always renders it with Jinja).
 void accept_jinja_flag(CLI::App& app);

@@ -11,6 +11,21 @@
 
 namespace k3::runtime {
 
+uint64_t random_seed() {
+    std::random_device device;
+    return (uint64_t(device()) << 32) ^ device();
+}
+
+SamplerParams default_sampling(const SamplingDefaults& defaults) {
+    SamplerParams params;
+    params.temperature = defaults.temperature;
+    params.top_p = defaults.top_p;
+    params.top_k = defaults.top_k;
+    params.min_p = defaults.min_p;
+    params.seed = defaults.seed == -1 ? random_seed() : uint64_t(defaults.seed);
+    return params;
+}
+
 int32_t argmax(std::span<const float> logits) {
     if (logits.empty()) throw Error("argmax of an empty logit row");
     // max_element returns the first of equal maxima: the lowest id.

@@ -40,6 +40,20 @@ struct SamplerParams {
     int32_t top_logprobs = 0;  // and this many most likely alternatives
 };
 
+// What a generation samples with unless told otherwise, the same for `k3 run`, `k3 chat` and
+// every endpoint of `k3 serve` (llama.cpp's defaults); their --temp, --top-p, --top-k, --min-p
+// and --seed change it, a request's own fields override it.
+struct SamplingDefaults {
+    float temperature = 0.8f;
+    float top_p = 0.95f;
+    int32_t top_k = 40;
+    float min_p = 0.05f;
+    int64_t seed = -1;  // -1: a fresh random seed for each generation (llama.cpp's meaning)
+};
+// The defaults as sampler parameters, with -1 resolved to a random seed.
+SamplerParams default_sampling(const SamplingDefaults& defaults);
+uint64_t random_seed();
+
 struct TokenLogprob {
     int32_t id = 0;
     float logprob = 0.0f;

@@ -5,6 +5,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "runtime/engine.h"
 #include "runtime/session.h"
@@ -152,38 +153,34 @@ void Scheduler::run() {
 void Scheduler::start(Slot& slot) {
     const GenerationRequest& request = slot.pending->request;
     slot.started = true;
-    int64_t shared = 0;
-    const SessionSnapshot cached = request.cache_prompt ? cache_.lookup(request.prompt, &shared) : nullptr;
-    if (cached) slot.session->restore(cached);
+    if (request.cache_prompt) slot.checkpoints = resume_from_cache(cache_, *slot.session, request.prompt, request.boundaries);
     else slot.session->reset();
     slot.n_fed = size_t(slot.session->position());
     slot.summary.n_cached = slot.session->position();
-    if (request.cache_prompt) {
-        std::vector<int64_t> stops = request.boundaries;
-        stops.push_back(shared);
-        slot.checkpoints = cache_.checkpoint_positions(slot.session->position(), int64_t(request.prompt.size()), stops);
-    }
 }
 
 void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
-    auto finish = [](Slot& slot, JobOutcome outcome, FinishReason reason, std::string error = {}) {
+    auto end = [](Slot& slot, JobOutcome outcome, std::string error = {}) {
         slot.done = true;
         slot.summary.outcome = outcome;
-        slot.summary.finish = reason;
         slot.summary.error = std::move(error);
         slot.summary.total_ms = ms_between(slot.pending->submitted, Clock::now());
+    };
+    auto finish = [&](Slot& slot, FinishReason reason) {
+        slot.summary.finish = reason;
+        end(slot, JobOutcome::finished);
     };
     // Calls into a sink are guarded so that one faulty consumer cannot take the loop down.
     auto deliver = [&](Slot& slot, const SampledToken& token) {
         try {
             return slot.pending->sink->on_token(token);
         } catch (const std::exception& e) {
-            finish(slot, JobOutcome::error, FinishReason::caller, e.what());
+            end(slot, JobOutcome::error, e.what());
             return false;
         }
     };
     for (auto& slot : active)
-        if (slot->pending->job->cancelled()) finish(*slot, JobOutcome::cancelled, FinishReason::caller);
+        if (slot->pending->job->cancelled()) end(*slot, JobOutcome::cancelled);
 
     std::vector<SequenceInput> inputs;
     std::vector<Slot*> running;
@@ -215,7 +212,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         try {
             engine_.decode(inputs);
         } catch (const std::exception& e) {
-            for (Slot* slot : running) finish(*slot, JobOutcome::error, FinishReason::caller, e.what());
+            for (Slot* slot : running) end(*slot, JobOutcome::error, e.what());
             running.clear();
         }
         decode_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -236,23 +233,23 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         try {
             sampled = slot.sampler.sample_token(inputs[i].logits);
         } catch (const std::exception& e) {  // e.g. a grammar no token can continue
-            finish(slot, JobOutcome::error, FinishReason::caller, e.what());
+            end(slot, JobOutcome::error, e.what());
             continue;
         }
         const int32_t token = sampled.id;
         if (std::binary_search(params.stop_ids.begin(), params.stop_ids.end(), token)) {
-            finish(slot, JobOutcome::finished, FinishReason::stop_id);
+            finish(slot, FinishReason::stop_id);
             continue;
         }
         if (slot.summary.n_generated++ == 0)
             slot.summary.first_token_ms = ms_between(slot.pending->submitted, Clock::now());
         ++generated_tokens;
         if (!deliver(slot, sampled)) {
-            if (!slot.done) finish(slot, JobOutcome::finished, FinishReason::caller);
+            if (!slot.done) finish(slot, FinishReason::stop_string);
         } else if (params.max_tokens > 0 && slot.summary.n_generated >= params.max_tokens) {
-            finish(slot, JobOutcome::finished, FinishReason::length);
+            finish(slot, FinishReason::length);
         } else if (slot.session->position() + 1 >= options_.ctx_size) {
-            finish(slot, JobOutcome::finished, FinishReason::context);  // no room to feed the token
+            finish(slot, FinishReason::context);  // no room to feed the token
         } else {
             slot.last = token;
         }
@@ -346,6 +343,49 @@ int64_t Scheduler::erase_slot(int id) {
     const int64_t n = session.position();
     session.reset();
     return n;
+}
+
+namespace {
+
+// Hands tokens to a callback and the summary to a waiting thread.
+class WaitingSink final : public TokenSink {
+public:
+    explicit WaitingSink(std::function<bool(const SampledToken&)> on_token) : on_token_(std::move(on_token)) {}
+    bool on_token(const SampledToken& token) override {
+        tokens_.push_back(token.id);
+        return on_token_(token);
+    }
+    void on_finish(const GenerationSummary& summary) override {
+        std::lock_guard lock(mutex_);
+        summary_ = summary;
+        finished_.notify_all();
+    }
+    // The result once finished; cancels the job first if `interrupted` says so (polled).
+    GenerationResult wait(GenerationJob& job, const std::function<bool()>& interrupted) {
+        std::unique_lock lock(mutex_);
+        while (!summary_) {
+            if (interrupted && interrupted()) job.cancel();
+            finished_.wait_for(lock, std::chrono::milliseconds(interrupted ? 50 : 1000), [&] { return summary_.has_value(); });
+        }
+        return {std::move(tokens_), *summary_};
+    }
+
+private:
+    std::function<bool(const SampledToken&)> on_token_;
+    std::vector<int32_t> tokens_;  // only the scheduler thread touches it until on_finish
+    std::mutex mutex_;
+    std::condition_variable finished_;
+    std::optional<GenerationSummary> summary_;
+};
+
+}  // namespace
+
+GenerationResult generate(Scheduler& scheduler, GenerationRequest request,
+                          std::function<bool(const SampledToken&)> on_token, const std::function<bool()>& interrupted) {
+    auto sink = std::make_shared<WaitingSink>(std::move(on_token));
+    const std::shared_ptr<GenerationJob> job = scheduler.submit(std::move(request), sink);
+    if (!job) throw Error("the scheduler is stopping or its queue is full");
+    return sink->wait(*job, interrupted);
 }
 
 }  // namespace k3::runtime

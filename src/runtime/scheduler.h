@@ -1,3 +1,4 @@
+// The one generation loop, for `k3 run`, `k3 chat` (one slot) and the HTTP server alike.
 // Continuous batching at the token level: up to n_slots sequences advance together in one
 // Engine::decode per step; new requests join between steps; a finished or cancelled sequence
 // frees its slot at once; requests beyond capacity wait in a bounded queue.
@@ -14,13 +15,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "runtime/generation.h"  // GenerationParams, FinishReason (shared with k3 run)
+#include "runtime/generation.h"  // GenerationParams, FinishReason
 #include "runtime/prefix_cache.h"
 
 namespace k3::runtime {
@@ -36,7 +38,6 @@ struct SchedulerOptions {
     PrefixCacheOptions cache = {};  // the prompt cache every slot resumes from
 };
 
-// GenerationParams::n_ctx is not used here: every slot has the scheduler's ctx_size.
 struct GenerationRequest {
     std::vector<int32_t> prompt;  // at least one token
     GenerationParams params;      // max_tokens < 0: until the context is full
@@ -52,7 +53,7 @@ enum class JobOutcome {
 
 struct GenerationSummary {
     JobOutcome outcome = JobOutcome::finished;
-    FinishReason finish = FinishReason::length;  // when finished: stop_id, length, context or caller
+    FinishReason finish = FinishReason::length;  // when finished
     std::string error;
     int64_t n_prompt = 0;
     int64_t n_cached = 0;          // prompt tokens resumed from the prompt cache
@@ -67,8 +68,8 @@ class TokenSink {
 public:
     virtual ~TokenSink() = default;
     // A sampled token (stop ids are not delivered), with its log-probabilities when the request's
-    // SamplerParams asked for them; return false to stop after it (e.g. a stop string matched):
-    // the summary then says FinishReason::caller.
+    // SamplerParams asked for them; return false when the answer is complete after it (a stop
+    // string matched): the summary then says FinishReason::stop_string.
     virtual bool on_token(const SampledToken& token) = 0;
     // Called exactly once, last.
     virtual void on_finish(const GenerationSummary& summary) = 0;
@@ -161,5 +162,19 @@ private:
     SchedulerStats stats_;
     std::thread thread_;
 };
+
+// One request generated to its end, for a caller that waits (`k3 run`, `k3 chat`): the tokens
+// delivered and the summary.
+struct GenerationResult {
+    std::vector<int32_t> tokens;
+    GenerationSummary summary;
+};
+
+// Submits `request` and waits for it; `on_token` is called on the scheduler thread as
+// TokenSink::on_token is. `interrupted` (optional, polled from the waiting thread) cancels the
+// job when it returns true. Throws k3::Error as submit() does, or when the queue is full.
+GenerationResult generate(Scheduler& scheduler, GenerationRequest request,
+                          std::function<bool(const SampledToken&)> on_token,
+                          const std::function<bool()>& interrupted = {});
 
 }  // namespace k3::runtime

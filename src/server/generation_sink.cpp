@@ -8,6 +8,16 @@ namespace {
 
 std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+text::AnswerOptions answer_options(const GenerationParams& params, const ChatInput* chat) {
+    text::AnswerOptions options;
+    options.stop_strings = params.stop;
+    if (chat) {
+        options.chat = chat->thinking ? text::OutputStart::Think : text::OutputStart::Response;
+        options.tools = nlohmann::json::parse(chat->tools.dump());
+    }
+    return options;
+}
+
 }  // namespace
 
 GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer,
@@ -18,14 +28,9 @@ GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokeniz
       identity_(std::move(identity)),
       stream_(params.stream),
       include_usage_(params.include_usage),
-      detokenizer_(tokenizer),
-      stops_(params.stop),
+      answer_(tokenizer, answer_options(params, chat)),
       tokenizer_(tokenizer),
-      want_logprobs_(params.sampling.logprobs) {
-    if (chat)
-        parser_.emplace(chat->thinking ? text::OutputStart::Think : text::OutputStart::Response,
-                        nlohmann::json::parse(chat->tools.dump()));
-}
+      want_logprobs_(params.sampling.logprobs) {}
 
 void GenerationSink::begin() {
     if (!stream_) return;
@@ -109,33 +114,26 @@ bool GenerationSink::on_token(const runtime::SampledToken& sampled) {
     const int32_t token = sampled.id;
     tokens_.push_back(token);
     if (want_logprobs_) sampled_.push_back(sampled);
-    const std::string text = stops_.push(detokenizer_.push(token));
+    const text::OutputDelta delta = answer_.push(token);
     if (endpoint_ == Endpoint::llama_completion) {
-        content_ += text;
-        if (stream_) send_event({{"content", text}, {"tokens", Json::array({token})}, {"stop", false}});
+        if (stream_) send_event({{"content", delta.content}, {"tokens", Json::array({token})}, {"stop", false}});
     } else {
-        route(text);
+        emit(delta);
     }
-    return !stops_.stopped();
+    return !answer_.stopped();
 }
 
-// Completions: the text as content. Chat: the parser's reasoning, content and tool calls.
-void GenerationSink::route(const std::string& text) {
-    if (parser_) return emit(parser_->push(text));
-    if (text.empty()) return;
-    content_ += text;
-    if (!stream_) return;
-    send_event({{"id", identity_.id},
-                {"object", "text_completion"},
-                {"created", identity_.created},
-                {"model", identity_.model},
-                {"choices", Json::array({{{"text", text}, {"index", 0}, {"logprobs", nullptr},
-                                          {"finish_reason", nullptr}}})}});
-}
-
+// Completions: the text as content. Chat: the reasoning, content and tool calls.
 void GenerationSink::emit(const text::OutputDelta& delta) {
-    reasoning_ += delta.reasoning;
-    content_ += delta.content;
+    if (endpoint_ == Endpoint::completions) {
+        if (!stream_ || delta.content.empty()) return;
+        return send_event({{"id", identity_.id},
+                           {"object", "text_completion"},
+                           {"created", identity_.created},
+                           {"model", identity_.model},
+                           {"choices", Json::array({{{"text", delta.content}, {"index", 0}, {"logprobs", nullptr},
+                                                     {"finish_reason", nullptr}}})}});
+    }
     if (stream_ && !delta.reasoning.empty()) send_event(chat_chunk({{"reasoning_content", delta.reasoning}}, nullptr));
     if (stream_ && !delta.content.empty()) send_event(chat_chunk({{"content", delta.content}}, nullptr));
     for (const text::ToolCall& call : delta.tool_calls) {
@@ -150,7 +148,7 @@ void GenerationSink::emit(const text::OutputDelta& delta) {
     }
 }
 
-Json GenerationSink::usage(const runtime::GenerationSummary& summary) const {
+Json usage_json(const runtime::GenerationSummary& summary) {
     return {{"prompt_tokens", summary.n_prompt},
             {"completion_tokens", summary.n_generated},
             {"total_tokens", summary.n_prompt + summary.n_generated},
@@ -158,18 +156,17 @@ Json GenerationSink::usage(const runtime::GenerationSummary& summary) const {
 }
 
 std::string GenerationSink::finish_reason(const runtime::GenerationSummary& summary) const {
-    if (summary.outcome == runtime::JobOutcome::finished &&
-        (summary.finish == runtime::FinishReason::length || summary.finish == runtime::FinishReason::context))
-        return "length";
-    return tool_calls_.empty() ? "stop" : "tool_calls";
+    const std::string_view reason = runtime::finish_reason_name(summary.finish);
+    return reason == "stop" && !tool_calls_.empty() ? "tool_calls" : std::string(reason);
 }
 
 HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& summary) const {
     Json body;
     if (endpoint_ == Endpoint::chat) {
         Json message = {{"role", "assistant"}};
-        message["content"] = content_.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(content_);
-        if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
+        const text::ParsedOutput& answer = answer_.parsed();
+        message["content"] = answer.content.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(answer.content);
+        if (!answer.reasoning.empty()) message["reasoning_content"] = answer.reasoning;
         if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
         body = {{"id", identity_.id},
                 {"object", "chat.completion"},
@@ -178,16 +175,16 @@ HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& su
                 {"choices", Json::array({{{"index", 0}, {"message", std::move(message)},
                                           {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
                                           {"finish_reason", finish_reason(summary)}}})},
-                {"usage", usage(summary)}};
+                {"usage", usage_json(summary)}};
     } else {
         body = {{"id", identity_.id},
                 {"object", "text_completion"},
                 {"created", identity_.created},
                 {"model", identity_.model},
-                {"choices", Json::array({{{"text", content_}, {"index", 0},
+                {"choices", Json::array({{{"text", answer_.parsed().content}, {"index", 0},
                                           {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
                                           {"finish_reason", finish_reason(summary)}}})},
-                {"usage", usage(summary)}};
+                {"usage", usage_json(summary)}};
     }
     return HttpResponse{200, "application/json", dump(body), {}};
 }
@@ -205,19 +202,17 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
         if (endpoint_ != Endpoint::llama_completion) channel_->send("data: [DONE]\n\n");
         return channel_->finish();
     }
-    // What the detokenizer and the stop strings still hold.
-    std::string rest = stops_.push(detokenizer_.finish());
-    rest += stops_.finish();
+    const text::OutputDelta rest = answer_.finish();  // what the assembler still held
+    const std::string& content = answer_.parsed().content;
     if (endpoint_ == Endpoint::llama_completion) {
-        content_ += rest;
         const char* stop_type = summary.finish == runtime::FinishReason::stop_id ? "eos"
-                                : summary.finish == runtime::FinishReason::caller  ? "word"
+                                : summary.finish == runtime::FinishReason::stop_string ? "word"
                                                                                     : "limit";
-        Json last = {{"content", stream_ ? rest : content_},
+        Json last = {{"content", stream_ ? rest.content : content},
                      {"tokens", stream_ ? std::vector<int32_t>() : tokens_},
                      {"stop", true},
                      {"stop_type", stop_type},
-                     {"stopping_word", stops_.matched()},
+                     {"stopping_word", answer_.matched_stop()},
                      {"model", identity_.model},
                      {"tokens_predicted", summary.n_generated},
                      {"tokens_evaluated", summary.n_prompt},
@@ -229,8 +224,7 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
         send_event(last);
         return channel_->finish();
     }
-    route(rest);
-    if (parser_) emit(parser_->finish());
+    emit(rest);
     if (!stream_) return channel_->respond(whole_response(summary));
     if (endpoint_ == Endpoint::chat) {
         send_event(chat_chunk(Json::object(), finish_reason(summary)));
@@ -248,7 +242,7 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
                     {"created", identity_.created},
                     {"model", identity_.model},
                     {"choices", Json::array()},
-                    {"usage", usage(summary)}});
+                    {"usage", usage_json(summary)}});
     }
     channel_->send("data: [DONE]\n\n");
     channel_->finish();

@@ -1,5 +1,5 @@
-// One generation request's answer, built as tokens arrive (on the scheduler thread): detokenized,
-// cut at stop strings, split into reasoning / content / tool calls for chat, and shaped as
+// One generation request's answer, built as tokens arrive (on the scheduler thread) by the
+// text::AnswerAssembler that `k3 run` and `k3 chat` use too, and shaped as
 // OpenAI's chat.completion(.chunk), text_completion, or llama.cpp's /completion answer, whole
 // or as server-sent events, into a ResponseChannel.
 #pragma once
@@ -15,8 +15,7 @@
 #include "runtime/scheduler.h"
 #include "server/http_types.h"
 #include "server/request_parsing.h"
-#include "text/output_parser.h"
-#include "text/stop_strings.h"
+#include "text/answer_assembler.h"
 #include "text/tokenizer.h"
 
 namespace k3::server {
@@ -26,6 +25,10 @@ struct ResponseIdentity {
     std::string model;  // the model name answered in every response
     int64_t created = 0;
 };
+
+// OpenAI's usage object (prompt, completion and total tokens, cached prompt tokens), as
+// `k3 run --json` reports it too.
+Json usage_json(const runtime::GenerationSummary& summary);
 
 class GenerationSink final : public runtime::TokenSink {
 public:
@@ -40,11 +43,9 @@ public:
     void on_finish(const runtime::GenerationSummary& summary) override;
 
 private:
-    void route(const std::string& text);  // text past the stop strings
     void emit(const text::OutputDelta& delta);
     void send_event(const Json& event);
     Json chat_chunk(Json delta, const Json& finish_reason) const;
-    Json usage(const runtime::GenerationSummary& summary) const;
     std::string finish_reason(const runtime::GenerationSummary& summary) const;
     HttpResponse whole_response(const runtime::GenerationSummary& summary) const;
     // The log-probabilities of the tokens from `from` on, in the endpoint's shape (OpenAI chat's
@@ -57,12 +58,9 @@ private:
     std::shared_ptr<ResponseChannel> channel_;
     ResponseIdentity identity_;
     bool stream_, include_usage_;
-    text::StreamingDetokenizer detokenizer_;
-    text::StopStringFilter stops_;
+    text::AnswerAssembler answer_;
     std::vector<int32_t> tokens_;  // generated ids (llama.cpp's "tokens")
-    std::string content_, reasoning_;
-    Json tool_calls_ = Json::array();
-    std::optional<text::OutputParser> parser_;  // chat only
+    Json tool_calls_ = Json::array();  // in OpenAI's form, with their ids
     const text::Tokenizer& tokenizer_;
     bool want_logprobs_;
     std::vector<runtime::SampledToken> sampled_;  // with logprobs, every generated token

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 #include <set>
 #include <string_view>
 
@@ -162,19 +161,12 @@ Json parse_body(const std::string& body) {
     return json;
 }
 
-uint64_t random_seed() {
-    std::random_device device;
-    return (uint64_t(device()) << 32) ^ device();
-}
-
 GenerationParams parse_generation_params(const Json& body, Endpoint endpoint, const SamplingDefaults& defaults) {
     refuse_unknown_fields(body, endpoint);
     GenerationParams params;
     runtime::SamplerParams& s = params.sampling;
     constexpr double kHuge = std::numeric_limits<double>::max();
-    // llama.cpp's /completion samples at 0.8 by default; OpenAI's endpoints at 1.
-    s.temperature = float(number_field(body, "temperature", 0.0, kHuge, "a number >= 0")
-                              .value_or(defaults.temperature.value_or(endpoint == Endpoint::llama_completion ? 0.8 : 1.0)));
+    s.temperature = float(number_field(body, "temperature", 0.0, kHuge, "a number >= 0").value_or(defaults.temperature));
     s.top_p = float(number_field(body, "top_p", 0.0, 1.0, "between 0 and 1").value_or(defaults.top_p));
     s.min_p = float(number_field(body, "min_p", 0.0, 1.0, "between 0 and 1").value_or(defaults.min_p));
     const std::optional<int64_t> top_k = integer_field(body, "top_k");
@@ -182,7 +174,8 @@ GenerationParams parse_generation_params(const Json& body, Endpoint endpoint, co
     s.top_k = top_k ? int32_t(std::min<int64_t>(*top_k, std::numeric_limits<int32_t>::max())) : defaults.top_k;
     const std::optional<int64_t> seed = integer_field(body, "seed");
     // -1: llama.cpp's "random"
-    s.seed = seed && *seed != -1 ? uint64_t(*seed) : !seed && defaults.seed ? *defaults.seed : random_seed();
+    const int64_t chosen = seed.value_or(defaults.seed);
+    s.seed = chosen == -1 ? runtime::random_seed() : uint64_t(chosen);
 
     if (const std::optional<int64_t> n = integer_field(body, "n"); n && *n != 1)
         throw ApiError(400, "'n' must be 1 (one choice per request)", "invalid_value");

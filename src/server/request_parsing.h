@@ -42,13 +42,9 @@ struct GenerationParams {
     bool cache_prompt = true;           // llama.cpp's: resume from the prompt cache
 };
 
-// What a request leaves out, as `k3 serve --temp --top-p --top-k --min-p --seed -n` set it.
-struct SamplingDefaults {
-    std::optional<double> temperature;  // absent: the endpoint's own (OpenAI's 1, /completion's 0.8)
-    double top_p = 1.0;
-    double min_p = 0.0;
-    int32_t top_k = 0;
-    std::optional<uint64_t> seed;       // absent: a fresh random seed per request
+// What a request leaves out, as `k3 serve --temp --top-p --top-k --min-p --seed -n` set it
+// (runtime/sampler.h: the same defaults as `k3 run`).
+struct SamplingDefaults : runtime::SamplingDefaults {
     std::optional<int64_t> max_tokens;  // absent: the rest of the context (applied, within the
                                         // context, by the API: see Api::generate)
 };
@@ -75,8 +71,5 @@ ChatInput parse_chat_input(const Json& body);
 // `field` names the member for messages; 400 if absent or of the wrong shape.
 std::vector<PromptPiece> parse_prompt(const Json& body, const char* field);
 std::vector<int32_t> parse_token_ids(const Json& body, const char* field);
-
-// A fresh seed for requests that give none.
-uint64_t random_seed();
 
 }  // namespace k3::server

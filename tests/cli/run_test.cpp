@@ -106,7 +106,7 @@ TEST(RunCommand, StreamsTextAndCutsAtStopString) {
     ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
     const json out = json::parse(stopped.out);
     EXPECT_EQ(out["text"], text.substr(0, text.find(stop)));
-    EXPECT_EQ(out["finish_reason"], "caller");
+    EXPECT_EQ(out["finish_reason"], "stop");
     EXPECT_LT(out["tokens"].size(), 32u);
 }
 

@@ -1,6 +1,7 @@
-// runtime::generate and runtime::CachedSession on tiny-k3: greedy generation equals llama.cpp's
-// continuation; a prompt that extends the cached one, or a cached checkpoint, or neither,
-// leads to the reference logits; stop ids, the caller and the context end generation.
+// The one generation loop (runtime::Scheduler through runtime::generate, as `k3 run` drives it)
+// and runtime::CachedSession on tiny-k3: greedy generation equals llama.cpp's continuation; a
+// prompt that extends the cached one, or a cached checkpoint, or neither, leads to the
+// reference logits; stop ids, a stop string and the context end generation.
 // (Here rather than in tests/runtime to share fixture_cases.h.)
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/generation.h"
+#include "runtime/scheduler.h"
 #include "util/error.h"
 
 namespace k3::runtime {
@@ -24,11 +26,16 @@ constexpr float kLogitTolerance = 0.03f;
 class Generation : public testing::TinyK3EngineSuite<Generation> {
 protected:
 
-    static GenerationParams greedy(int64_t max_tokens) {
-        GenerationParams params;
-        params.sampling.temperature = 0.0f;
-        params.max_tokens = max_tokens;
-        return params;
+    static GenerationRequest greedy(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+        GenerationRequest request;
+        request.prompt = prompt;
+        request.params.sampling.temperature = 0.0f;
+        request.params.max_tokens = max_tokens;
+        return request;
+    }
+    static GenerationResult run(Scheduler& scheduler, GenerationRequest request,
+                                const std::function<bool(const SampledToken&)>& on_token = [](const SampledToken&) { return true; }) {
+        return generate(scheduler, std::move(request), on_token);
     }
     // The case's first `n` tokens (prompt, then the reference continuation).
     static std::vector<int32_t> head(const FixtureCase& c, size_t n) {
@@ -46,15 +53,16 @@ protected:
 
 
 TEST_F(Generation, GreedyEqualsReferenceContinuationForEveryCase) {
+    Scheduler scheduler(*engine_, {});
     for (const FixtureCase& c : fixture_->cases) {
-        CachedSession session(*engine_);
-        const GenerationResult result = generate(session, c.prompt, greedy(32), [](int32_t) { return true; });
+        const GenerationResult result = run(scheduler, greedy(c.prompt, 32));
         EXPECT_EQ(result.tokens, c.generated) << c.name;
-        EXPECT_EQ(result.finish, FinishReason::length);
-        EXPECT_EQ(result.stats.prompt_tokens, int64_t(c.prompt.size()));
-        EXPECT_EQ(result.stats.generated_tokens, 32);
+        EXPECT_EQ(result.summary.outcome, JobOutcome::finished);
+        EXPECT_EQ(result.summary.finish, FinishReason::length);
+        EXPECT_EQ(result.summary.n_prompt, int64_t(c.prompt.size()));
+        EXPECT_EQ(result.summary.n_generated, 32);
         // The last sampled token is not fed: nothing follows it.
-        EXPECT_EQ(session.consumed(), head(c, c.prompt.size() + 31));
+        EXPECT_EQ(scheduler.slots()[0].n_tokens, int64_t(c.prompt.size() + 31));
     }
 }
 
@@ -88,37 +96,39 @@ TEST_F(Generation, PrefillResumesFromTheLongestCachedCheckpointOrStartsOver) {
     EXPECT_EQ(reused, 0);
 }
 
-TEST_F(Generation, StopIdCallerAndContextEndGeneration) {
+TEST_F(Generation, StopIdStopStringAndContextEndGeneration) {
     const FixtureCase& c = fixture_->cases[2];
     const size_t n = c.prompt.size();
+    Scheduler scheduler(*engine_, {});
 
-    // A stop id ends generation at its first occurrence and is returned.
+    // A stop id ends generation at its first occurrence; it is not delivered.
     const size_t stop_at = 5;
     const int32_t stop_id = c.generated[stop_at];
     const size_t first = size_t(std::find(c.generated.begin(), c.generated.end(), stop_id) - c.generated.begin());
-    GenerationParams params = greedy(32);
-    params.stop_ids = {stop_id};
-    CachedSession session(*engine_);
-    GenerationResult result = generate(session, c.prompt, params, [](int32_t) { return true; });
-    EXPECT_EQ(result.finish, FinishReason::stop_id);
-    EXPECT_EQ(result.tokens, std::vector<int32_t>(c.generated.begin(), c.generated.begin() + std::ptrdiff_t(first + 1)));
+    GenerationRequest request = greedy(c.prompt, 32);
+    request.params.stop_ids = {stop_id};
+    GenerationResult result = run(scheduler, request);
+    EXPECT_EQ(result.summary.finish, FinishReason::stop_id);
+    EXPECT_EQ(finish_reason_name(result.summary.finish), "stop");
+    EXPECT_EQ(result.tokens, std::vector<int32_t>(c.generated.begin(), c.generated.begin() + std::ptrdiff_t(first)));
 
-    // The caller stops after the token it refuses.
+    // The sink ends the answer after the token that completes a stop string.
     int seen = 0;
-    result = generate(session, c.prompt, greedy(32), [&](int32_t) { return ++seen < 4; });
-    EXPECT_EQ(result.finish, FinishReason::caller);
+    result = run(scheduler, greedy(c.prompt, 32), [&](const SampledToken&) { return ++seen < 4; });
+    EXPECT_EQ(result.summary.finish, FinishReason::stop_string);
+    EXPECT_EQ(finish_reason_name(result.summary.finish), "stop");
     EXPECT_EQ(result.tokens, std::vector<int32_t>(c.generated.begin(), c.generated.begin() + 4));
 
     // A context of n + 3 tokens leaves room for 3.
-    params = greedy(-1);
-    params.n_ctx = int64_t(n) + 3;
-    result = generate(session, c.prompt, params, [](int32_t) { return true; });
-    EXPECT_EQ(result.finish, FinishReason::context);
+    Scheduler small(*engine_, {.ctx_size = int64_t(n) + 3});
+    result = run(small, greedy(c.prompt, -1));
+    EXPECT_EQ(result.summary.finish, FinishReason::context);
+    EXPECT_EQ(finish_reason_name(result.summary.finish), "length");
     EXPECT_EQ(result.tokens, std::vector<int32_t>(c.generated.begin(), c.generated.begin() + 3));
 
-    params.n_ctx = int64_t(n);
-    EXPECT_THROW(generate(session, c.prompt, params, [](int32_t) { return true; }), Error);
-    EXPECT_THROW(generate(session, std::vector<int32_t>{}, greedy(1), [](int32_t) { return true; }), Error);
+    Scheduler full(*engine_, {.ctx_size = int64_t(n)});
+    EXPECT_THROW(run(full, greedy(c.prompt, 1)), Error);
+    EXPECT_THROW(run(scheduler, greedy({}, 1)), Error);
 }
 
 }  // namespace

@@ -155,9 +155,11 @@ TEST_F(SchedulerTest, RequestsResumeFromTheCacheWithSeveralSlotsBusy) {
         const GenerationSummary summary = sinks[i]->wait();
         EXPECT_EQ(summary.n_cached, system / 16 * 16) << "the system prompt's checkpoint";
         // The same greedy tokens as the prompt computed cold.
-        runtime::CachedSession cold(*engine_);
-        runtime::GenerationParams params = greedy({}, 8).params;
-        std::vector<int32_t> expected = runtime::generate(cold, conversation(cases, i), params, [](int32_t) { return true; }).tokens;
+        runtime::Scheduler cold(*engine_, {.ctx_size = 512});
+        runtime::GenerationRequest alone = greedy(conversation(cases, i), 8);
+        alone.cache_prompt = false;
+        const std::vector<int32_t> expected =
+            runtime::generate(cold, alone, [](const runtime::SampledToken&) { return true; }).tokens;
         EXPECT_EQ(sinks[i]->tokens(), expected) << "question " << i;
     }
     EXPECT_EQ(scheduler.stats().cached_prompt_tokens, uint64_t(3 * (system / 16 * 16)));
