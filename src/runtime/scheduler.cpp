@@ -31,6 +31,14 @@ struct Scheduler::Pending {
     Clock::time_point submitted;
 };
 
+// What the delivery thread hands to a sink: a token, or (last) the summary.
+struct Scheduler::Delivery {
+    std::shared_ptr<TokenSink> sink;
+    std::shared_ptr<GenerationJob> job;
+    std::optional<SampledToken> token;
+    std::optional<GenerationSummary> summary;
+};
+
 // A request holding a slot's session: it resumes from the prompt cache, feeds the rest of its
 // prompt in chunks (pausing at checkpoint positions to store states), then one sampled token per step.
 struct Scheduler::Slot {
@@ -65,12 +73,68 @@ Scheduler::Scheduler(const Engine& engine, const SchedulerOptions& options)
         free_ids_.push_back(options_.n_slots - 1 - i);  // slot 0 is taken first
     }
     slot_tokens_.assign(size_t(options_.n_slots), 0);
+    delivery_thread_ = std::thread([this] { deliver_all(); });
     thread_ = std::thread([this] { run(); });
 }
 
 Scheduler::~Scheduler() {
     shutdown();
     thread_.join();
+    {
+        std::lock_guard lock(delivery_mutex_);
+        delivery_stopping_ = true;
+    }
+    delivery_wake_.notify_one();
+    delivery_thread_.join();  // after what is still queued has been delivered
+}
+
+void Scheduler::post(Delivery delivery) {
+    {
+        std::lock_guard lock(delivery_mutex_);
+        deliveries_.push_back(std::move(delivery));
+    }
+    delivery_wake_.notify_one();
+}
+
+void Scheduler::deliver_all() {
+    for (;;) {
+        Delivery delivery;
+        {
+            std::unique_lock lock(delivery_mutex_);
+            delivery_wake_.wait(lock, [&] { return delivery_stopping_ || !deliveries_.empty(); });
+            if (deliveries_.empty()) return;
+            delivery = std::move(deliveries_.front());
+            deliveries_.pop_front();
+        }
+        GenerationJob& job = *delivery.job;
+        if (delivery.token) {
+            if (job.answered_ || !job.sink_error_.empty()) continue;  // nothing after the answer's end
+            ++job.delivered_;
+            // Calls into a sink are guarded so that one faulty consumer cannot take the loop down.
+            try {
+                if (!delivery.sink->on_token(*delivery.token)) job.answered_ = true;
+            } catch (const std::exception& e) {
+                job.sink_error_ = e.what();
+                job.cancel();
+            }
+            continue;
+        }
+        GenerationSummary summary = *delivery.summary;
+        summary.n_generated = job.delivered_;
+        if (!job.sink_error_.empty()) {
+            summary.outcome = JobOutcome::error;
+            summary.error = job.sink_error_;
+        } else if (job.answered_) {  // whatever the model did after the answer was complete
+            summary.outcome = JobOutcome::finished;
+            summary.finish = FinishReason::stop_string;
+            summary.error.clear();
+        }
+        try {
+            delivery.sink->on_finish(summary);
+        } catch (const std::exception&) {
+            // The request is over either way; a sink that fails here has nothing left to tell.
+        }
+    }
 }
 
 std::shared_ptr<GenerationJob> Scheduler::submit(GenerationRequest request, std::shared_ptr<TokenSink> sink) {
@@ -170,17 +234,10 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         slot.summary.finish = reason;
         end(slot, JobOutcome::finished);
     };
-    // Calls into a sink are guarded so that one faulty consumer cannot take the loop down.
-    auto deliver = [&](Slot& slot, const SampledToken& token) {
-        try {
-            return slot.pending->sink->on_token(token);
-        } catch (const std::exception& e) {
-            end(slot, JobOutcome::error, e.what());
-            return false;
-        }
-    };
-    for (auto& slot : active)
-        if (slot->pending->job->cancelled()) end(*slot, JobOutcome::cancelled);
+    for (auto& slot : active) {
+        if (slot->pending->job->answered_) finish(*slot, FinishReason::stop_string);
+        else if (slot->pending->job->cancelled()) end(*slot, JobOutcome::cancelled);
+    }
 
     std::vector<SequenceInput> inputs;
     std::vector<Slot*> running;
@@ -244,9 +301,8 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         if (slot.summary.n_generated++ == 0)
             slot.summary.first_token_ms = ms_between(slot.pending->submitted, Clock::now());
         ++generated_tokens;
-        if (!deliver(slot, sampled)) {
-            if (!slot.done) finish(slot, FinishReason::stop_string);
-        } else if (params.max_tokens > 0 && slot.summary.n_generated >= params.max_tokens) {
+        post({slot.pending->sink, slot.pending->job, std::move(sampled), std::nullopt});
+        if (params.max_tokens > 0 && slot.summary.n_generated >= params.max_tokens) {
             finish(slot, FinishReason::length);
         } else if (slot.session->position() + 1 >= options_.ctx_size) {
             finish(slot, FinishReason::context);  // no room to feed the token
@@ -272,13 +328,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         stats_.decode_seconds += decode_seconds;
         stats_.finished += finished.size();
     }
-    for (const auto& slot : finished) {
-        try {
-            slot->pending->sink->on_finish(slot->summary);
-        } catch (const std::exception&) {
-            // The request is over either way; a sink that fails here has nothing left to tell.
-        }
-    }
+    for (const auto& slot : finished) post({slot->pending->sink, slot->pending->job, std::nullopt, slot->summary});
 }
 
 std::vector<SlotInfo> Scheduler::slots() const {

@@ -7,8 +7,10 @@
 //   auto job = scheduler.submit(request, sink);   // nullptr: the queue is full
 //   job->cancel();                                // from any thread
 //
-// Everything a sink is told arrives on the scheduler's own thread, so inference never runs on the
-// caller's (e.g. an HTTP I/O) thread; a sink must return quickly.
+// Inference runs on the scheduler's own thread, never on the caller's (e.g. an HTTP I/O thread).
+// Everything a sink is told arrives, in order, on a second thread, its delivery thread, so that
+// detokenizing and formatting answers never delay a step of the model: a slow sink only delays
+// the other sinks' deliveries.
 #pragma once
 
 #include <atomic>
@@ -63,13 +65,14 @@ struct GenerationSummary {
     double total_ms = 0.0;         // submit -> finish
 };
 
-// Receives one request's tokens, on the scheduler thread.
+// Receives one request's tokens, on the scheduler's delivery thread.
 class TokenSink {
 public:
     virtual ~TokenSink() = default;
     // A sampled token (stop ids are not delivered), with its log-probabilities when the request's
     // SamplerParams asked for them; return false when the answer is complete after it (a stop
-    // string matched): the summary then says FinishReason::stop_string.
+    // string matched): no token after it is delivered, the summary says FinishReason::stop_string
+    // and counts the tokens delivered (the model may have run a step or two further meanwhile).
     virtual bool on_token(const SampledToken& token) = 0;
     // Called exactly once, last.
     virtual void on_finish(const GenerationSummary& summary) = 0;
@@ -82,7 +85,12 @@ public:
     bool cancelled() const { return cancelled_.load(); }
 
 private:
+    friend class Scheduler;
     std::atomic<bool> cancelled_{false};
+    std::atomic<bool> answered_{false};  // the sink said the answer is complete
+    // The delivery thread's own record: tokens delivered, and what a sink that threw said.
+    int64_t delivered_ = 0;
+    std::string sink_error_;
 };
 
 struct SchedulerStats {
@@ -142,7 +150,10 @@ public:
 private:
     struct Pending;
     struct Slot;
+    struct Delivery;
     void run();
+    void deliver_all();  // the delivery thread
+    void post(Delivery delivery);
     void admit_locked(std::vector<std::unique_ptr<Slot>>& admitted);
     void step(std::vector<std::unique_ptr<Slot>>& active);
     void start(Slot& slot);
@@ -160,7 +171,11 @@ private:
     std::deque<std::unique_ptr<Pending>> queue_;
     bool stopping_ = false;
     SchedulerStats stats_;
-    std::thread thread_;
+    std::mutex delivery_mutex_;
+    std::condition_variable delivery_wake_;
+    std::deque<Delivery> deliveries_;
+    bool delivery_stopping_ = false;
+    std::thread thread_, delivery_thread_;
 };
 
 // One request generated to its end, for a caller that waits (`k3 run`, `k3 chat`): the tokens

@@ -3,7 +3,9 @@
 // requests resume from the prompt cache with several slots busy; slot files save and restore.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <thread>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -21,7 +23,7 @@ namespace {
 using runtime::GenerationSummary;
 using runtime::JobOutcome;
 
-// Collects tokens; optionally holds the scheduler thread inside on_token until released.
+// Collects tokens; optionally holds the scheduler's delivery thread inside on_token until released.
 class CollectingSink : public runtime::TokenSink {
 public:
     explicit CollectingSink(bool hold = false) : hold_(hold) {}
@@ -95,11 +97,12 @@ TEST_F(SchedulerTest, BatchedGreedyWithChunkedPrefillEqualsReference) {
 }
 
 TEST_F(SchedulerTest, QueueIsBoundedAndCancelFreesTheSlot) {
-    runtime::Scheduler scheduler(*engine_, {.n_slots = 1, .ctx_size = 256, .queue_capacity = 1});
+    // The running request is long enough (seconds) to be cancelled while it runs.
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 1, .ctx_size = 4096, .queue_capacity = 1});
     auto running = std::make_shared<CollectingSink>(/*hold=*/true);
     auto queued = std::make_shared<CollectingSink>();
     auto refused = std::make_shared<CollectingSink>();
-    auto job = scheduler.submit(greedy({1, 2, 3}, 200), running);
+    auto job = scheduler.submit(greedy({1, 2, 3}, 4000), running);
     ASSERT_NE(job, nullptr);
     running->wait_entered();  // it holds the only slot
     ASSERT_NE(scheduler.submit(greedy({4, 5}, 3), queued), nullptr);
@@ -109,10 +112,27 @@ TEST_F(SchedulerTest, QueueIsBoundedAndCancelFreesTheSlot) {
     running->release();
     const GenerationSummary cancelled = running->wait();
     EXPECT_EQ(cancelled.outcome, JobOutcome::cancelled);
-    EXPECT_LT(cancelled.n_generated, 200);
+    EXPECT_LT(cancelled.n_generated, 4000);
     const GenerationSummary next = queued->wait();
     EXPECT_EQ(next.outcome, JobOutcome::finished);
     EXPECT_EQ(queued->tokens().size(), 3u);
+}
+
+TEST_F(SchedulerTest, ASinkThatWaitsDoesNotHoldTheModelBack) {
+    const nlohmann::json c = nlohmann::json::parse(read_text(fixture("tiny-k3/cases.json")))["cases"][0];
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 1, .ctx_size = 512});
+    auto held = std::make_shared<CollectingSink>(/*hold=*/true);
+    ASSERT_NE(scheduler.submit(greedy(c["prompt"].get<std::vector<int32_t>>(), 32), held), nullptr);
+    held->wait_entered();  // its first token is being delivered, and stays there
+    // Meanwhile the model generates the rest of the answer.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (scheduler.stats().finished == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(scheduler.stats().finished, 1u);
+    EXPECT_EQ(held->tokens().size(), 1u);
+    held->release();
+    EXPECT_EQ(held->wait().n_generated, 32);
+    EXPECT_EQ(held->tokens(), c["generated"].get<std::vector<int32_t>>());
 }
 
 TEST_F(SchedulerTest, RefusesRequestsThatCannotFit) {
