@@ -35,8 +35,8 @@ int run_eval(int argc, char** argv) {
     app.add_flag("--sequential", sequential, "feed one token at a time (the recurrent KDA path)");
     app.add_option("-t,--threads", threads, "worker threads (0: all hardware threads)")->check(thread_count());
     app.add_option("--dump", dump_names,
-                   "write the named intermediate (e.g. blk.3.kda_out, result_norm; 'all' for every one) "
-                   "to DIR/NAME.f32 as float32 [rows][cols]");
+                   "write the named intermediate, named as llama.cpp's graph names it (e.g. kda_out-0, l_out-3, "
+                   "ffn_moe_out-4, result_norm; 'all' for every one) to DIR/NAME.f32 as float32 [rows][cols]");
     app.add_option("--dump-dir", dump_dir, "directory for --dump files");
     app.add_option("--kda", kda, "KDA path: auto, recurrent or chunked")
         ->check(CLI::IsMember({"auto", "recurrent", "chunked"}));

@@ -50,6 +50,8 @@ struct ForwardContext {
     }
 };
 
-inline std::string layer_name(int64_t il, const char* what) { return "blk." + std::to_string(il) + "." + what; }
+// A layer's intermediate named as llama.cpp's graph callback names it ("l_out-3"), so that a
+// dump diffs against the reference's name by name.
+inline std::string layer_name(int64_t il, const char* what) { return std::string(what) + "-" + std::to_string(il); }
 
 }  // namespace k3::model

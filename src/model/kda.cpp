@@ -191,8 +191,8 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
             kernels::rms_norm(oh, w.norm.data(), hp.rms_eps, D, oh);
         }
     kernels::multiply_sigmoid(z.data(), int64_t(rows), o.data());
-    ctx.emit(layer_name(il, "kda_out"), o.data(), n, I);
     ctx.linear(w.out, o.data(), n, out);
+    ctx.emit(layer_name(il, "kda_out"), out, n, hp.n_embd);
 }
 
 }  // namespace k3::model

@@ -76,9 +76,10 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
         std::vector<float> gate(size_t(n * H * Dv));
         ctx.linear(*w.gate, x, n, gate.data());
         kernels::multiply_sigmoid(gate.data(), n * H * Dv, o.data());
+        ctx.emit(layer_name(il, "mla_gated"), o.data(), n, H * Dv);
     }
-    ctx.emit(layer_name(il, "mla_out"), o.data(), n, H * Dv);
     ctx.linear(w.out, o.data(), n, out);
+    ctx.emit(layer_name(il, "mla_out"), out, n, hp.n_embd);
 }
 
 }  // namespace k3::model

@@ -103,6 +103,7 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
                 ++t;
             }
     }
+    ctx.emit("inp_embd", partial.data(), n, E);
     BlockStack stack;
     std::vector<float> mixed(size_t(n * E)), normed(size_t(n * E)), sublayer(size_t(n * E));
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
@@ -117,9 +118,9 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         ctx.emit(layer_name(il, "attn_norm"), normed.data(), n, E);
         if (layer.kda) kda_forward(ctx, *layer.kda, il, normed.data(), n, slices, sublayer.data());
         else mla_forward(ctx, *layer.mla, il, normed.data(), n, slices, sublayer.data());
-        ctx.emit(layer_name(il, "attn_out"), sublayer.data(), n, E);
         if (banked) partial.swap(sublayer);
         else for (int64_t i = 0; i < n * E; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+        ctx.emit(layer_name(il, "prefix_sum_attn"), partial.data(), n, E);
         // 3.2.6-8 f = FFN(RMSNorm(Mix(P, stack))); P = P + f
         attn_res_mix(ctx, stack, partial.data(), layer.ffn_res_score, n, mixed.data());
         for (int64_t t = 0; t < n; ++t)
@@ -129,7 +130,7 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         else moe_forward(ctx, *layer.moe, il, normed.data(), n, sublayer.data());
         ctx.emit(layer_name(il, "ffn_out"), sublayer.data(), n, E);
         for (int64_t i = 0; i < n * E; ++i) partial[size_t(i)] += sublayer[size_t(i)];
-        ctx.emit(layer_name(il, "out"), partial.data(), n, E);
+        ctx.emit(layer_name(il, "l_out"), partial.data(), n, E);
     }
     // 3.3 final mix; keep only the rows whose logits are wanted; 8. norm and head
     attn_res_mix(ctx, stack, partial.data(), weights_.output_res_score, n, mixed.data());
@@ -146,6 +147,7 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
                           final_rows.data() + int64_t(i) * E);
     ctx.emit("result_norm", final_rows.data(), int64_t(wanted.size()), E);
     ctx.linear(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
+    ctx.emit("result_output", logits.data(), int64_t(wanted.size()), V);
     size_t row = 0;
     for (const SequenceRequest& r : requests) {
         if (r.tokens.empty()) continue;

@@ -21,7 +21,7 @@ namespace k3::model {
 
 struct ForwardOptions {
     KdaMode kda_mode = KdaMode::automatic;
-    DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
+    DumpFn dump;  // named intermediates as llama.cpp names them (kda_out-N, l_out-N, ...), when set
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
 };

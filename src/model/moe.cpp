@@ -99,6 +99,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     // 1. router logits on the full-width input, f32: [n][X]
     s.logits.resize(size_t(n * X));
     ctx.linear(w.router, y, n, s.logits.data());
+    ctx.emit(layer_name(il, "ffn_moe_logits"), s.logits.data(), n, X);
     if (s.routes.size() < size_t(n)) s.routes.resize(size_t(n));
     for (int64_t t = 0; t < n; ++t)
         route_token_into(hp, s.logits.data() + t * X, w.selection_bias, s.probs, s.selection, s.order, s.routes[size_t(t)]);
@@ -141,7 +142,10 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     }
     // 13. shared experts read y: [n][E]
     s.shared.resize(w.shared ? size_t(n * E) : 0);
-    if (w.shared) situ_glu(ctx, *w.shared, y, n, s.shared.data());
+    if (w.shared) {
+        situ_glu(ctx, *w.shared, y, n, s.shared.data());
+        ctx.emit(layer_name(il, "ffn_shexp"), s.shared.data(), n, E);
+    }
 
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
     // expert e's outputs at expert_out rows [first_member[e], first_member[e + 1]), each [Ls]
@@ -171,11 +175,11 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             const float weight = s.member_weight[size_t(i)];
             for (int64_t d = 0; d < Ls; ++d) dst[d] += weight * src[d];
         }
+    ctx.emit(layer_name(il, "ffn_moe_out"), s.mixed.data(), n, Ls);
     // 11. routed norm
     if (!w.routed_norm.empty())
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(s.mixed.data() + t * Ls, w.routed_norm.data(), hp.rms_eps, Ls, s.mixed.data() + t * Ls);
-    ctx.emit(layer_name(il, "ffn_moe_routed"), s.mixed.data(), n, Ls);
     // 12. back to full width
     if (w.routed_up) ctx.linear(*w.routed_up, s.mixed.data(), n, out);
     else std::copy(s.mixed.begin(), s.mixed.end(), out);
