@@ -76,14 +76,18 @@ const checks = {
       { model: 'k3', prompt: 'Once', max_tokens: 2000, stream: true, ignore_eos: true },
       { signal: controller.signal });
     let chunks = 0;
-    try {  // the client's stream ends quietly on abort (or throws an abort error)
+    // The client's stream ends quietly on abort (or throws an abort error) on Node 20; Node 18's
+    // fetch (undici 5) still hands over what the socket had buffered, which on loopback can be
+    // most of the answer, so the loop leaves by itself: leaving it cancels the body and closes
+    // the connection, which is what must stop the generation.
+    try {
       for await (const chunk of stream) {
         if (++chunks === 2) controller.abort();
+        if (controller.signal.aborted) break;
       }
     } catch (e) {
       if (!(e.name === 'AbortError' || e instanceof OpenAI.APIUserAbortError)) throw e;
     }
-    assert.ok(chunks < 100, `read ${chunks} chunks after aborting`);
     for (let i = 0; i < 100 && (await metric('k3_active_sequences')) > 0; ++i) await new Promise((r) => setTimeout(r, 50));
     assert.equal(await metric('k3_active_sequences'), 0);
     assert.ok((await metric('k3_generated_tokens_total')) - before < 2000, 'the generation ran to its end');
