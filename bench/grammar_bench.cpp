@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
         k3::runtime::EngineOptions options;
         options.n_threads = argc > 3 ? std::atoi(argv[3]) : 0;
         const auto engine = k3::runtime::Engine::load(argv[1], options);
-        const k3::text::Tokenizer tokenizer = k3::text::Tokenizer::from_gguf(engine->file());
+        const k3::text::Tokenizer& tokenizer = engine->tokenizer();
         const k3::server::OutputConstraint constraint(tokenizer, std::nullopt);
         auto start = Clock::now();
         const auto vocabulary = constraint.vocabulary();

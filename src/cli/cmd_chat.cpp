@@ -126,8 +126,8 @@ class Chat {
 public:
     Chat(const GenerationOptions& options, bool interactive)
         : options_(options), interactive_(interactive), engine_(load_engine(options)),
-          tokenizer_(text::Tokenizer::from_gguf(engine_->file())),
-          prompter_(engine_->file(), tokenizer_, options), scheduler_(*engine_, checked_scheduler_options(options)) {
+          prompter_(engine_->info().chat_template, engine_->info().path, engine_->tokenizer(), options),
+          scheduler_(*engine_, checked_scheduler_options(options)) {
         reset();
     }
 
@@ -188,12 +188,12 @@ public:
         const bool hide = options_.hide_reasoning;
         streams.reasoning = hide ? nullptr : interactive_ ? stdout : stderr;
         streams.dim_reasoning = isatty(fileno(interactive_ ? stdout : stderr));
-        AnswerPrinter printer(tokenizer_, options_, streams, /*chat=*/true, prompter_.thinking());
+        AnswerPrinter printer(engine_->tokenizer(), options_, streams, /*chat=*/true, prompter_.thinking());
         runtime::GenerationResult result;
         {
             InterruptScope interrupt_scope;
             result = runtime::generate(
-                scheduler_, generation_request(options_, tokenizer_, ids, n_ctx),
+                scheduler_, generation_request(options_, engine_->tokenizer(), ids, n_ctx),
                 [&](const runtime::SampledToken& token) { return printer.push(token.id); },
                 [] { return g_interrupted.load(); });
         }
@@ -229,7 +229,6 @@ private:
     const GenerationOptions& options_;
     bool interactive_;
     std::unique_ptr<runtime::Engine> engine_;
-    text::Tokenizer tokenizer_;
     ChatPrompter prompter_;
     runtime::Scheduler scheduler_;  // its prompt cache resumes each turn from the last one's checkpoints
     ordered_json messages_;

@@ -135,7 +135,8 @@ int run_run(int argc, char** argv) {
         const auto file = gguf::GgufFile::open(options.generation.model_path);
         const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(*file);
         std::optional<ChatPrompter> prompter;
-        if (!options.raw) prompter.emplace(*file, tokenizer, options.generation);
+        if (!options.raw)
+            prompter.emplace(file->get_string("tokenizer.chat_template"), file->path(), tokenizer, options.generation);
         const Prompt prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
         if (!prompt.text.empty()) std::fwrite(prompt.text.data(), 1, prompt.text.size(), stdout);
         else std::fputs(tokenizer.decode(prompt.ids).c_str(), stdout);
@@ -148,9 +149,9 @@ int run_run(int argc, char** argv) {
     engine_options.numerics = options.generation.numerics;
     const auto engine = runtime::Engine::load(options.generation.model_path, engine_options);
     check_context_size(options.generation.ctx_size, engine->n_ctx_train());
-    const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
+    const text::Tokenizer& tokenizer = engine->tokenizer();
     std::optional<ChatPrompter> prompter;
-    if (!options.raw) prompter.emplace(engine->file(), tokenizer, options.generation);
+    if (!options.raw) prompter.emplace(engine->info().chat_template, engine->info().path, tokenizer, options.generation);
     const Prompt prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
     const bool chat = prompter.has_value();
 

@@ -102,7 +102,7 @@ int run_template(int argc, char** argv) {
         const std::string prompt = tmpl.render(vars);
         std::fwrite(prompt.data(), 1, prompt.size(), stdout);
         std::fflush(stdout);
-    } catch (const jinja::TemplateError& e) {
+    } catch (const text::TemplateError& e) {
         std::fprintf(stderr, "%s: %s\n", e.kind().c_str(), e.what());
         return 1;
     }

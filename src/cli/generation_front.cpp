@@ -8,7 +8,6 @@
 #include "cli/options.h"
 #include "cli/prompt_cache_options.h"
 #include "cli/residency_options.h"
-#include "gguf/gguf_file.h"
 #include "text/bundled_template.h"
 #include "util/error.h"
 
@@ -73,13 +72,13 @@ runtime::GenerationRequest generation_request(const GenerationOptions& options, 
     return request;
 }
 
-ChatPrompter::ChatPrompter(const gguf::GgufFile& file, const text::Tokenizer& tokenizer,
-                           const GenerationOptions& options)
+ChatPrompter::ChatPrompter(std::optional<std::string> chat_template, const std::string& model_path,
+                           const text::Tokenizer& tokenizer, const GenerationOptions& options)
     : tokenizer_(tokenizer), system_(options.system) {
-    std::optional<std::string> source = file.get_string("tokenizer.chat_template");
+    std::optional<std::string> source = std::move(chat_template);
     if (!source) {
         std::fprintf(stderr, "note: %s has no tokenizer.chat_template; using the bundled Kimi-K3 template\n",
-                     file.path().c_str());
+                     model_path.c_str());
         source = std::string(text::bundled_kimi_k3_template());
     }
     template_.emplace(*source);

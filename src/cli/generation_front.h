@@ -20,7 +20,6 @@
 #include "text/tokenizer.h"
 
 namespace CLI { class App; }
-namespace k3::gguf { class GgufFile; }
 
 namespace k3::cli {
 
@@ -55,11 +54,12 @@ runtime::SchedulerOptions scheduler_options(const GenerationOptions& options);
 runtime::GenerationRequest generation_request(const GenerationOptions& options, const text::Tokenizer& tokenizer,
                                               std::vector<int32_t> prompt, int64_t ctx_size);
 
-// The model's chat template (tokenizer.chat_template; the bundled Kimi-K3 one when the file has
-// none) with the variables a front end passes besides the messages.
+// The model's chat template (its tokenizer.chat_template; the bundled Kimi-K3 one when it has
+// none, with a note naming `model_path`) with the variables a front end passes besides the messages.
 class ChatPrompter {
 public:
-    ChatPrompter(const gguf::GgufFile& file, const text::Tokenizer& tokenizer, const GenerationOptions& options);
+    ChatPrompter(std::optional<std::string> chat_template, const std::string& model_path,
+                 const text::Tokenizer& tokenizer, const GenerationOptions& options);
 
     // The prompt for `messages` (a JSON array) followed by the assistant's generation prompt;
     // special-token text inside the messages stays plain text.

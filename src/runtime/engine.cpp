@@ -10,6 +10,7 @@
 #include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
+#include "text/tokenizer.h"
 #include "util/byte_size.h"
 #include "util/error.h"
 
@@ -23,6 +24,8 @@ struct Engine::Impl {
     std::string expert_stats_path;
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
     uint64_t identity = 0;     // model_identity(file)
+    ModelInfo info;
+    std::optional<text::Tokenizer> tokenizer;
 
     void set_up_residency(const ResidencyOptions& options);
 };
@@ -81,7 +84,11 @@ Engine::~Engine() {
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
     engine->impl_->model = model::Model::load(path);
-    engine->impl_->identity = model_identity(engine->impl_->model->file());
+    const gguf::GgufFile& file = engine->impl_->model->file();
+    engine->impl_->identity = model_identity(file);
+    const model::HParams& hp = engine->impl_->model->hparams();
+    engine->impl_->info = {path, int32_t(hp.n_vocab), hp.n_ctx_train, file.get_string("tokenizer.chat_template")};
+    engine->impl_->tokenizer.emplace(text::Tokenizer::from_gguf(file));
     engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
     engine->impl_->forward_options.kda_mode = options.kda_mode;
     engine->impl_->forward_options.numerics = options.numerics;
@@ -90,10 +97,10 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
     return engine;
 }
 
-const gguf::GgufFile& Engine::file() const { return impl_->model->file(); }
-const model::HParams& Engine::hparams() const { return impl_->model->hparams(); }
-int32_t Engine::n_vocab() const { return int32_t(hparams().n_vocab); }
-int64_t Engine::n_ctx_train() const { return hparams().n_ctx_train; }
+const ModelInfo& Engine::info() const { return impl_->info; }
+const text::Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+int32_t Engine::n_vocab() const { return impl_->info.n_vocab; }
+int64_t Engine::n_ctx_train() const { return impl_->info.n_ctx_train; }
 int Engine::n_threads() const { return impl_->pool->size(); }
 uint64_t Engine::weight_bytes_per_token() const { return impl_->model->weight_bytes_per_token(); }
 

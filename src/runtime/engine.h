@@ -13,7 +13,7 @@
 #include "model/state.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
 
-namespace k3::gguf { class GgufFile; }
+namespace k3::text { class Tokenizer; }
 
 namespace k3::runtime {
 
@@ -38,6 +38,14 @@ struct EngineOptions {
     kernels::Numerics numerics = kernels::Numerics::native;
 };
 
+// What front ends need to know about the loaded model, from its metadata.
+struct ModelInfo {
+    std::string path;                          // as given to Engine::load (a split model's first part)
+    int32_t n_vocab = 0;
+    int64_t n_ctx_train = 0;                   // kimi-k3.context_length
+    std::optional<std::string> chat_template;  // tokenizer.chat_template, when the file has one
+};
+
 // One sequence's part of a forward pass: its session and the tokens that continue it.
 struct SequenceInput {
     Session* session = nullptr;
@@ -54,8 +62,8 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    const gguf::GgufFile& file() const;      // metadata, e.g. for the tokenizer and chat template
-    const model::HParams& hparams() const;
+    const ModelInfo& info() const;
+    const text::Tokenizer& tokenizer() const;  // the model's vocabulary, merges and control tokens
     int32_t n_vocab() const;
     int64_t n_ctx_train() const;             // kimi-k3.context_length
     int n_threads() const;

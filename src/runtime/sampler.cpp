@@ -11,11 +11,6 @@
 
 namespace k3::runtime {
 
-uint64_t random_seed() {
-    std::random_device device;
-    return (uint64_t(device()) << 32) ^ device();
-}
-
 SamplerParams default_sampling(const SamplingDefaults& defaults) {
     SamplerParams params;
     params.temperature = defaults.temperature;

@@ -52,7 +52,11 @@ struct SamplingDefaults {
 };
 // The defaults as sampler parameters, with -1 resolved to a random seed.
 SamplerParams default_sampling(const SamplingDefaults& defaults);
-uint64_t random_seed();
+// Inline, so that request parsing (and its fuzzer) uses it without the sampler.
+inline uint64_t random_seed() {
+    std::random_device device;
+    return (uint64_t(device()) << 32) ^ device();
+}
 
 struct TokenLogprob {
     int32_t id = 0;

@@ -52,10 +52,10 @@ public:
     int64_t checkpoint_at_or_before(int64_t position) const;
 
     const Engine& engine() const { return engine_; }
-    model::SequenceState& state() { return state_.sequence; }
 
 private:
-    friend class Engine;  // decode() records the tokens it feeds
+    friend class Engine;  // decode() advances the state and records the tokens it feeds
+    model::SequenceState& state() { return state_.sequence; }
     const Engine& engine_;
     SessionState state_;
     std::vector<SessionSnapshot> checkpoints_;  // ascending positions, all <= position()

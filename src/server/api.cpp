@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "gguf/gguf_file.h"
 #include "runtime/engine.h"
 #include "server/generation_sink.h"
 #include "text/bundled_template.h"
@@ -44,7 +43,7 @@ Api::Api(const runtime::Engine& engine, const text::Tokenizer& tokenizer, runtim
       options_(std::move(options)),
       started_(unix_now()),
       output_constraint_(tokenizer, options_.default_grammar) {
-    std::optional<std::string> source = engine.file().get_string("tokenizer.chat_template");
+    const std::optional<std::string>& source = engine.info().chat_template;
     template_.emplace(source ? *source : std::string(text::bundled_kimi_k3_template()));
     const text::Vocabulary& vocab = tokenizer.vocabulary();
     if (vocab.bos_id) bos_text_ = std::string(tokenizer.token_bytes(*vocab.bos_id));
@@ -57,10 +56,10 @@ Reply Api::handle(const HttpRequest& request) {
         reply = route(request);
     } catch (const ApiError& e) {
         reply.response = error_response(e.status, e.what(), e.type, e.code);
-    } catch (const jinja::BudgetExceeded& e) {
+    } catch (const text::TemplateBudgetExceeded& e) {
         reply.response = error_response(500, std::string("chat template: ") + e.what(), "server_error",
                                         "template_budget_exceeded");
-    } catch (const jinja::TemplateError& e) {
+    } catch (const text::TemplateError& e) {
         reply.response = error_response(400, "chat template: " + e.kind() + ": " + e.what(), "invalid_request_error",
                                         "template_error");
     } catch (const Error& e) {

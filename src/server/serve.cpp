@@ -20,7 +20,7 @@ int serve(const ServeOptions& options) {
     engine_options.residency = options.residency;
     engine_options.numerics = options.numerics;
     const auto engine = runtime::Engine::load(options.model_path, engine_options);
-    const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
+    const text::Tokenizer& tokenizer = engine->tokenizer();
 
     runtime::SchedulerOptions scheduler_options;
     scheduler_options.n_slots = options.parallel;

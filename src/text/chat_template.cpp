@@ -4,12 +4,29 @@
 #include <ctime>
 
 #include "text/jinja_ast.h"
+#include "text/jinja_error.h"
 #include "text/jinja_render.h"
 
 namespace k3::text {
 
+namespace {
+
+// Runs `work`, turning the Jinja engine's errors into ChatTemplate's.
+template <typename Work>
+auto translating_errors(Work&& work) {
+    try {
+        return work();
+    } catch (const jinja::BudgetExceeded& e) {
+        throw TemplateBudgetExceeded(e.kind(), e.what());
+    } catch (const jinja::TemplateError& e) {
+        throw TemplateError(e.kind(), e.what());
+    }
+}
+
+}  // namespace
+
 ChatTemplate::ChatTemplate(const std::string& source, ChatTemplateOptions options)
-    : template_(jinja::parse_template(source)), options_(std::move(options)) {}
+    : template_(translating_errors([&] { return jinja::parse_template(source); })), options_(std::move(options)) {}
 
 ChatTemplate::~ChatTemplate() = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
@@ -27,9 +44,11 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& variables) const 
     options.max_output_bytes = options_.max_output_bytes;
     options.max_call_depth = options_.max_call_depth;
     options.budget = options_.budget;
-    const jinja::Value vars = jinja::from_json(variables);
-    jinja::Renderer renderer(options);
-    return renderer.render(*template_, vars.as_dict());
+    return translating_errors([&] {
+        const jinja::Value vars = jinja::from_json(variables);
+        jinja::Renderer renderer(options);
+        return renderer.render(*template_, vars.as_dict());
+    });
 }
 
 nlohmann::ordered_json chat_variables(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,

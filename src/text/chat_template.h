@@ -5,8 +5,9 @@
 //   k3::text::ChatTemplate tmpl(source);              // parses once; throws TemplateError
 //   std::string prompt = tmpl.render(variables);      // e.g. {"messages": [...], ...}
 //
-// A template that raises (raise_exception, undefined access, sandbox violation, type error)
-// throws k3::jinja::TemplateError with the message Jinja2 would give; nothing else escapes.
+// A template that does not parse or that raises (raise_exception, undefined access, sandbox
+// violation, type error) throws text::TemplateError with the message Jinja2 would give; nothing
+// of the Jinja engine (k3::jinja) escapes.
 #pragma once
 
 #include <cstddef>
@@ -18,13 +19,31 @@
 #include <nlohmann/json.hpp>
 
 #include "text/jinja_budget.h"
-#include "text/jinja_error.h"
+#include "util/error.h"
 
 namespace k3::jinja {
 class Template;
 }
 
 namespace k3::text {
+
+// kind(): the Python exception class Jinja2 would raise (TemplateSyntaxError, UndefinedError,
+// TypeError, ...); what(): Python's str(exception), with " (line N)" for a syntax error.
+class TemplateError : public Error {
+public:
+    TemplateError(std::string kind, const std::string& message) : Error(message), kind_(std::move(kind)) {}
+    const std::string& kind() const { return kind_; }
+
+private:
+    std::string kind_;
+};
+
+// A render that ran out of its work or memory budget: a fault of the template (or of what it was
+// given), which a server reports apart from a request's own errors.
+class TemplateBudgetExceeded : public TemplateError {
+public:
+    using TemplateError::TemplateError;
+};
 
 struct ChatTemplateOptions {
     // The instant strftime_now() formats (naive local time); unset means the wall clock.

@@ -96,12 +96,12 @@ TEST_F(SessionState, SnapshotSharesPagesAndKdaStateUntilTheSessionAdvances) {
     const size_t kda_layer = 0, mla_layer = 3;  // fixtures/README.md §1
     ASSERT_TRUE(saved.layers[kda_layer].kda);
     ASSERT_EQ(saved.layers[mla_layer].mla.size(), 100);
-    EXPECT_EQ(saved.layers[kda_layer].kda, session->state().layers[kda_layer].kda);
-    EXPECT_EQ(saved.layers[mla_layer].mla.pages(), session->state().layers[mla_layer].mla.pages());
+    EXPECT_EQ(saved.layers[kda_layer].kda, session->snapshot()->sequence.layers[kda_layer].kda);
+    EXPECT_EQ(saved.layers[mla_layer].mla.pages(), session->snapshot()->sequence.layers[mla_layer].mla.pages());
 
     session->eval(tokens(100, 110));
-    EXPECT_NE(saved.layers[kda_layer].kda, session->state().layers[kda_layer].kda);  // copied on write
-    EXPECT_EQ(saved.layers[mla_layer].mla.pages()[0], session->state().layers[mla_layer].mla.pages()[0]);
+    EXPECT_NE(saved.layers[kda_layer].kda, session->snapshot()->sequence.layers[kda_layer].kda);  // copied on write
+    EXPECT_EQ(saved.layers[mla_layer].mla.pages()[0], session->snapshot()->sequence.layers[mla_layer].mla.pages()[0]);
     EXPECT_EQ(saved.layers[mla_layer].mla.size(), 100);
 
     // The snapshot still continues as the sequence did at 100 tokens.

@@ -66,21 +66,21 @@ long peak_rss_kib() {
 }
 
 // What a render of `source` raises; fails the test if it renders.
-k3::jinja::TemplateError render_error(const std::string& source, k3::text::ChatTemplateOptions options = {}) {
+k3::text::TemplateError render_error(const std::string& source, k3::text::ChatTemplateOptions options = {}) {
     try {
         k3::text::ChatTemplate(source, options).render(ordered_json::object());
-    } catch (const k3::jinja::TemplateError& e) {
+    } catch (const k3::text::TemplateError& e) {
         return e;
     }
     ADD_FAILURE() << "rendered: " << source;
-    return k3::jinja::TemplateError("", "");
+    return k3::text::TemplateError("", "");
 }
 
 // A tenth of the default budget, to keep the test short (the default takes seconds).
 TEST(JinjaBudget, NestedLoopsStopAtTheWorkBudget) {
     k3::text::ChatTemplateOptions options;
     options.budget.max_work = k3::jinja::RenderBudget{}.max_work / 10;
-    const k3::jinja::TemplateError e = render_error(
+    const k3::text::TemplateError e = render_error(
         "{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}", options);
     EXPECT_EQ(e.kind(), "TemplateRuntimeError");
     EXPECT_NE(std::string(e.what()).find("work budget of 10000000 steps"), std::string::npos) << e.what();
@@ -88,7 +88,7 @@ TEST(JinjaBudget, NestedLoopsStopAtTheWorkBudget) {
 }
 
 TEST(JinjaBudget, NestedRangeLoopsStopWithinABudget) {
-    const k3::jinja::TemplateError e =
+    const k3::text::TemplateError e =
         render_error("{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}");
     EXPECT_NE(std::string(e.what()).find(" budget of "), std::string::npos) << e.what();
     EXPECT_LT(peak_rss_kib(), 1L << 20) << "peak resident memory, KiB";
@@ -99,7 +99,7 @@ TEST(JinjaBudget, BuildingValuesInALoopStopsAtTheMemoryBudget) {
     const std::string tmpl =
         "{% set ns = namespace(n=0) %}{% for i in range(100000) %}{% set ns.n = ns.n + (range(100000) | list | "
         "length) %}{% endfor %}{{ ns.n }}";
-    const k3::jinja::TemplateError e = render_error(tmpl);
+    const k3::text::TemplateError e = render_error(tmpl);
     EXPECT_NE(std::string(e.what()).find("memory budget of 805306368 bytes"), std::string::npos) << e.what();
     EXPECT_LT(peak_rss_kib(), 1L << 20) << "peak resident memory, KiB";
 }
@@ -108,7 +108,7 @@ TEST(JinjaBudget, ASmallerBudgetIsHonoured) {
     k3::text::ChatTemplateOptions options;
     options.budget.max_work = 1000;
     const k3::text::ChatTemplate tmpl("{% for i in range(10000) %}x{% endfor %}", options);
-    EXPECT_THROW(tmpl.render(ordered_json::object()), k3::jinja::TemplateError);
+    EXPECT_THROW(tmpl.render(ordered_json::object()), k3::text::TemplateError);
     const k3::text::ChatTemplate small("{% for i in range(100) %}x{% endfor %}", options);
     EXPECT_EQ(small.render(ordered_json::object()), std::string(100, 'x'));
 }

@@ -39,7 +39,7 @@ TEST(JinjaCorpus, EveryCaseRendersLikeJinja2) {
                 options.now = corpus_instant();
                 templates[name] = std::make_unique<k3::text::ChatTemplate>(
                     read_text(fixture("chat/templates/" + name)), options);
-            } catch (const k3::jinja::TemplateError& e) {
+            } catch (const k3::text::TemplateError& e) {
                 parse_errors[name] = e.what();
             }
         }
@@ -53,7 +53,7 @@ TEST(JinjaCorpus, EveryCaseRendersLikeJinja2) {
         } else {
             try {
                 got = templates[name]->render(c["variables"]);
-            } catch (const k3::jinja::TemplateError& e) {
+            } catch (const k3::text::TemplateError& e) {
                 raised = true;
                 error = std::string(e.kind()) + ": " + e.what();
             }

@@ -11,7 +11,7 @@
 
 namespace {
 
-using k3::jinja::TemplateError;
+using k3::text::TemplateError;
 using k3::text::ChatTemplate;
 using nlohmann::ordered_json;
 

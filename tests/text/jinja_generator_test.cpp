@@ -12,7 +12,7 @@
 
 namespace {
 
-using k3::jinja::TemplateError;
+using k3::text::TemplateError;
 using nlohmann::ordered_json;
 
 std::string render(const std::string& source, const ordered_json& vars = ordered_json::object()) {
