@@ -7,10 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jinja/budget.h"
+
 namespace k3::text {
 
-// Containers nest at most this deep (Python's repr and json.dumps stop near 1000 too).
-inline constexpr int kMaxNesting = 1000;
+// Containers nest at most this deep: the Jinja engine's limit.
+using jinja::kMaxNesting;
 
 // Parses JSON text, refusing a value nested deeper than kMaxNesting while it is parsed, before
 // any of it is built. Throws k3::Error naming the problem and where it is.

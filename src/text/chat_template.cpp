@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <ctime>
 
-#include "text/jinja_ast.h"
-#include "text/jinja_error.h"
-#include "text/jinja_render.h"
+#include "jinja/ast.h"
+#include "jinja/error.h"
+#include "jinja/render.h"
 
 namespace k3::text {
 

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/jinja_budget.h"
+#include "jinja/budget.h"
 #include "util/error.h"
 
 namespace k3::jinja {

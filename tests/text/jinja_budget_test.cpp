@@ -11,7 +11,7 @@
 
 #include "support/test_support.h"
 #include "text/chat_template.h"
-#include "text/jinja_render.h"
+#include "jinja/render.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "support/test_support.h"
 #include "text/chat_template.h"
-#include "text/jinja_value.h"
+#include "jinja/value.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "text/chat_template.h"
-#include "text/jinja_error.h"
+#include "jinja/error.h"
 
 namespace {
 

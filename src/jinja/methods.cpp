@@ -5,8 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "text/jinja_builtins.h"
-#include "text/jinja_strings.h"
+#include "jinja/builtins.h"
+#include "jinja/strings.h"
 
 namespace k3::jinja {
 

@@ -21,7 +21,7 @@ private:
     std::string kind_;
 };
 
-// A render that ran out of its work or memory budget (jinja_budget.h): a fault of the template
+// A render that ran out of its work or memory budget (budget.h): a fault of the template
 // (or of what it was given), which a server reports apart from a request's own errors.
 class BudgetExceeded : public TemplateError {
 public:

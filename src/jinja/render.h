@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "text/jinja_ast.h"
-#include "text/jinja_budget.h"
+#include "jinja/ast.h"
+#include "jinja/budget.h"
 
 namespace k3::jinja {
 

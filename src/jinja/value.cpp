@@ -1,11 +1,11 @@
-#include "text/jinja_value.h"
+#include "jinja/value.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "text/jinja_strings.h"
+#include "jinja/strings.h"
 
 namespace k3::jinja {
 

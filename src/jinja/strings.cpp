@@ -1,4 +1,4 @@
-#include "text/jinja_strings.h"
+#include "jinja/strings.h"
 
 #include <algorithm>
 #include <stdexcept>

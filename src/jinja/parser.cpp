@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <initializer_list>
 
-#include "text/jinja_ast.h"
-#include "text/jinja_builtins.h"
-#include "text/jinja_lexer.h"
+#include "jinja/ast.h"
+#include "jinja/builtins.h"
+#include "jinja/lexer.h"
 
 namespace k3::jinja {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "text/jinja_value.h"
+#include "jinja/value.h"
 
 namespace k3::jinja {
 

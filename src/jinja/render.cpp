@@ -1,7 +1,7 @@
-#include "text/jinja_render.h"
+#include "jinja/render.h"
 
-#include "text/jinja_builtins.h"
-#include "text/jinja_strings.h"
+#include "jinja/builtins.h"
+#include "jinja/strings.h"
 
 namespace k3::jinja {
 

@@ -4,9 +4,9 @@
 #include <functional>
 #include <unordered_map>
 
-#include "text/jinja_builtins.h"
-#include "text/jinja_render.h"
-#include "text/jinja_strings.h"
+#include "jinja/builtins.h"
+#include "jinja/render.h"
+#include "jinja/strings.h"
 
 namespace k3::jinja {
 namespace {

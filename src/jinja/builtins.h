@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "text/jinja_value.h"
+#include "jinja/value.h"
 
 namespace k3::jinja {
 

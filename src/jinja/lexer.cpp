@@ -1,11 +1,11 @@
-#include "text/jinja_lexer.h"
+#include "jinja/lexer.h"
 
 #include <cctype>
 #include <cstring>
 
-#include "text/jinja_error.h"
-#include "text/jinja_strings.h"
-#include "text/jinja_value.h"
+#include "jinja/error.h"
+#include "jinja/strings.h"
+#include "jinja/value.h"
 
 namespace k3::jinja {
 namespace {

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/bounded_json.h"
-#include "text/jinja_error.h"
+#include "jinja/budget.h"
+#include "jinja/error.h"
 
 namespace k3::jinja {
 
@@ -82,10 +82,6 @@ private:
     std::string function_;
     std::function<std::vector<Value>()> produce_;  // null once consumed
 };
-
-// Containers nest at most text::kMaxNesting deep, so printing, comparing and freeing a value
-// never exhausts the stack.
-using text::kMaxNesting;
 
 class Value {
 public:
