@@ -1,0 +1,268 @@
+// The fused SIMD × Q8_K kernels (int_dot.h, "× Q8_K, fused"): each weight block is decoded in
+// registers (levels by shuffles, ands and shifts; integer slot scales from the packed scale
+// bytes) and multiplied by maddubs; the integer slot scales are applied to maddubs' 16-bit pair
+// sums by a Products policy:
+//   static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales): acc + madd(pairs, scales).
+// Tiles of several rows and tokens share one horizontal sum and one f32 fma per block. Include
+// only inside a target region that enables at least avx2,fma,f16c, after every system header;
+// the functions live in an unnamed namespace so each including file has its own copies.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/int_dot_q8k.h"
+#include "kernels/int_dot_q8k_formats.h"
+
+namespace k3::kernels::q8k_fused {
+namespace {
+
+// A weight block in registers. q[k] holds elements 32k..32k+31 (slots 2k and 2k+1): unsigned
+// levels (maddubs' unsigned operand) where the format says kUnsigned, else signed ones.
+struct Decoded {
+    __m256i q[8];
+    __m256i scales;       // int16; lane k of the low half: slot 2k's scale, of the high half: slot 2k+1's
+    __m256i slot_scales;  // int16 slot j's scale in lane j (the formats with a level bias)
+    __m256i mins;         // int16 slot j's min in lane j (the offset formats)
+};
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+// Sub-blocks of 32: 8 scale bytes (low half of `bytes`) -> Decoded::scales.
+inline __m256i scales_of_8(__m128i bytes, bool is_signed) {
+    return _mm256_broadcastsi128_si256(is_signed ? _mm_cvtepi8_epi16(bytes) : _mm_cvtepu8_epi16(bytes));
+}
+// Sub-blocks of 16: 16 signed scale bytes in slot order -> Decoded::scales (even slots, then odd).
+inline __m256i scales_of_16(__m128i bytes) {
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(bytes, even_odd));
+}
+// 8 unsigned bytes per sub-block of 32 -> one int16 per slot.
+inline __m256i slots_of_8(__m128i bytes) {
+    return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)));
+}
+inline __m256i mask8(int bits) { return _mm256_set1_epi8(char(bits)); }
+// Bit `bit` of every byte, as 0 or 1.
+inline __m256i bit_of(__m256i bytes, int bit) { return _mm256_and_si256(_mm256_srli_epi16(bytes, bit), mask8(1)); }
+// Bits 2s..2s+1 of every byte of the Q2_K/Q3_K level bytes: group 4h + s from qs[32h ..].
+inline void two_bit_levels(const uint8_t* qs, __m256i* q) {
+    for (int h = 0; h < 2; ++h) {
+        const __m256i v = load32(qs + 32 * h);
+        for (int s = 0; s < 4; ++s) q[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * s), mask8(3));
+    }
+}
+
+// Per format: kUnsigned, kBiasShift (levels stored as level + 2^shift, the bias taken off with
+// the activation's slot sums; negative: none) and decode(block, Decoded&).
+template <typename Format>
+struct Simd;
+
+template <>
+struct Simd<q8k_formats::Q2K> {
+    static constexpr bool kUnsigned = true;
+    static constexpr int kBiasShift = -1;
+    static void decode(const tensor::BlockQ2_K& b, Decoded& out) {
+        two_bit_levels(b.qs, out.q);
+        const __m128i bytes = load16(b.scales);
+        out.scales = scales_of_16(_mm_and_si128(bytes, _mm_set1_epi8(15)));
+        out.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15)));
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Q3K> {
+    static constexpr bool kUnsigned = true;
+    static constexpr int kBiasShift = 2;  // level + 4 = the two bits | the hmask bit << 2
+    static void decode(const tensor::BlockQ3_K& b, Decoded& out) {
+        two_bit_levels(b.qs, out.q);
+        const __m256i hmask = load32(b.hmask);
+        for (int k = 0; k < 8; ++k) out.q[k] = _mm256_or_si256(out.q[k], _mm256_slli_epi16(bit_of(hmask, k), 2));
+        // Slot j's 6 bits: low nibble from byte j % 8 (its high nibble for j >= 8), the top two
+        // from bits 2(j/4).. of byte 8 + j % 4; stored + 32.
+        const uint32_t w0 = tensor::load_u32(b.scales), w1 = tensor::load_u32(b.scales + 4), w2 = tensor::load_u32(b.scales + 8);
+        const auto slots_of = [w2](uint32_t low_nibbles, int high_shift) {
+            return (low_nibbles & 0x0f0f0f0fu) | ((w2 >> high_shift) & 0x03030303u) << 4;
+        };
+        const __m128i stored = _mm_setr_epi32(int32_t(slots_of(w0, 0)), int32_t(slots_of(w1, 2)),
+                                              int32_t(slots_of(w0 >> 4, 4)), int32_t(slots_of(w1 >> 4, 6)));
+        const __m128i bytes = _mm_sub_epi8(stored, _mm_set1_epi8(32));
+        out.scales = scales_of_16(bytes);
+        out.slot_scales = _mm256_cvtepi8_epi16(bytes);
+    }
+};
+
+template <int Bits, typename Block>
+struct Simd<q8k_formats::Q45K<Bits, Block>> {
+    static constexpr bool kUnsigned = true;
+    static constexpr int kBiasShift = -1;
+    static void decode(const Block& b, Decoded& out) {
+        for (int c = 0; c < 4; ++c) {
+            const __m256i v = load32(b.qs + 32 * c);
+            out.q[2 * c] = _mm256_and_si256(v, mask8(15));
+            out.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask8(15));
+        }
+        if constexpr (Bits == 5) {
+            const __m256i qh = load32(b.qh);
+            for (int k = 0; k < 8; ++k) out.q[k] = _mm256_or_si256(out.q[k], _mm256_slli_epi16(bit_of(qh, k), 4));
+        }
+        // The 12 scale bytes: sub-block k < 4 has scale = byte k & 63 and min = byte k + 4 & 63;
+        // k >= 4 takes its low four bits from byte k + 4 (scale: low nibble, min: high) and its
+        // top two from bits 6..7 of byte k - 4 (scale) or byte k (min).
+        const uint32_t w0 = tensor::load_u32(b.scales), w1 = tensor::load_u32(b.scales + 4), w2 = tensor::load_u32(b.scales + 8);
+        const uint32_t scales_high = (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u);
+        const uint32_t mins_high = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u);
+        out.scales = scales_of_8(_mm_setr_epi32(int32_t(w0 & 0x3f3f3f3fu), int32_t(scales_high), 0, 0), false);
+        out.mins = slots_of_8(_mm_setr_epi32(int32_t(w1 & 0x3f3f3f3fu), int32_t(mins_high), 0, 0));
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Q6K> {
+    static constexpr bool kUnsigned = true;
+    static constexpr int kBiasShift = 5;  // level + 32
+    static void decode(const tensor::BlockQ6_K& b, Decoded& out) {
+        const __m256i bits45 = mask8(0x30);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i ql0 = load32(b.ql + 64 * h), ql1 = load32(b.ql + 64 * h + 32), qh = load32(b.qh + 32 * h);
+            // Group g: 4 low bits from ql, bits 2g..2g+1 of qh moved to bits 4..5.
+            out.q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, mask8(15)), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+            out.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, mask8(15)), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+            out.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask8(15)), _mm256_and_si256(qh, bits45));
+            out.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask8(15)),
+                                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+        }
+        const __m128i bytes = load16(b.scales);
+        out.scales = scales_of_16(bytes);
+        out.slot_scales = _mm256_cvtepi8_epi16(bytes);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq4xs> {
+    static constexpr bool kUnsigned = false;
+    static constexpr int kBiasShift = -1;
+    static void decode(const tensor::BlockIq4xs& b, Decoded& out) {
+        const __m256i table = _mm256_broadcastsi128_si256(load16(tensor::kIq4nlValues));
+        for (int s = 0; s < 8; ++s) {
+            const __m128i v = load16(b.qs + 16 * s);
+            const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), mask8(15));
+            out.q[s] = _mm256_shuffle_epi8(table, nibbles);
+        }
+        uint64_t bytes = 0;
+        for (int s = 0; s < 8; ++s) bytes |= uint64_t(uint8_t(tensor::iq4xs_sub_scale(b, s))) << (8 * s);
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(bytes)), true);
+    }
+};
+
+// The integer sum of one decoded block with one activation block, spread over 8 int32 lanes.
+template <typename Format, typename Products>
+__m256i block_sum(const Decoded& w, const ActBlockQ8_K& a) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int k = 0; k < 8; ++k) {
+        const __m256i act = load32(a.qs + 32 * k);
+        const __m256i pairs = Simd<Format>::kUnsigned ? _mm256_maddubs_epi16(w.q[k], act)
+                                                      : _mm256_maddubs_epi16(_mm256_sign_epi8(w.q[k], w.q[k]), _mm256_sign_epi8(act, w.q[k]));
+        const __m256i pick = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | 2 * k));  // lane k of each half
+        acc = Products::add_scaled(acc, pairs, _mm256_shuffle_epi8(w.scales, pick));
+    }
+    if constexpr (Simd<Format>::kBiasShift >= 0) {
+        const __m256i bias = _mm256_madd_epi16(load32(a.bsums), w.slot_scales);
+        acc = _mm256_sub_epi32(acc, _mm256_slli_epi32(bias, Simd<Format>::kBiasShift));
+    }
+    return acc;
+}
+
+// Lane i: the sum of the 8 lanes of s[i].
+inline __m128i sums_of_4(const __m256i* s) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// kRows weight rows × kTokens activation rows: lane kTokens·r + t of the accumulators is
+// (row r, token t), each weight block decoded once for the tile's tokens.
+template <typename Format, typename Products, int kRows, int kTokens>
+void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
+          int64_t y_stride) {
+    static_assert(kRows * kTokens <= 4);
+    using Block = typename Format::BlockType;
+    __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / 256; ++b) {
+        __m256i sums[4] = {}, mins[4] = {};
+        alignas(16) uint16_t d_bits[8] = {}, dmin_bits[8] = {};
+        alignas(16) float d_act[4] = {};
+        for (int r = 0; r < kRows; ++r) {
+            const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
+            Decoded decoded;
+            Simd<Format>::decode(w, decoded);
+            for (int t = 0; t < kTokens; ++t) {
+                const ActBlockQ8_K& a = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t) * act_stride)[b];
+                const int lane = kTokens * r + t;
+                sums[lane] = block_sum<Format, Products>(decoded, a);
+                d_bits[lane] = tensor::load_u16(w.d);
+                d_act[lane] = a.d;
+                if constexpr (Format::kOffset) {
+                    mins[lane] = _mm256_madd_epi16(load32(a.bsums), decoded.mins);
+                    dmin_bits[lane] = tensor::load_u16(w.dmin);
+                }
+            }
+        }
+        const __m128 da = _mm_load_ps(d_act);
+        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits))), da);
+        acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(sums_of_4(sums)), acc);
+        if constexpr (Format::kOffset) {
+            const __m128 dmin = _mm_mul_ps(_mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dmin_bits))), da);
+            off = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(sums_of_4(mins)), off);
+        }
+    }
+    alignas(16) float out[4];
+    _mm_store_ps(out, _mm_sub_ps(acc, off));
+    for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = out[kTokens * r + t];
+}
+
+template <typename Format, typename Products>
+float int_dot(const void* weight_row, const void* act_row, int64_t n) {
+    float y;
+    tile<Format, Products, 1, 1>(static_cast<const uint8_t*>(weight_row), 0, static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
+    return y;
+}
+
+// IntDotTileFn. One token (decode): four rows at a time sharing the activation block; several
+// tokens (prefill): per row, four tokens at a time sharing the decoded block.
+template <typename Format, typename Products>
+void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                  int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    const auto* rows = static_cast<const uint8_t*>(weight_rows);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    if (n_tokens == 1) {
+        int64_t r = 0;
+        for (; r + 4 <= n_rows; r += 4) tile<Format, Products, 4, 1>(rows + size_t(r) * weight_stride, weight_stride, act, 0, n, y + r, y_stride);
+        const uint8_t* rest = rows + size_t(r) * weight_stride;
+        switch (n_rows - r) {
+            case 3: tile<Format, Products, 3, 1>(rest, weight_stride, act, 0, n, y + r, y_stride); break;
+            case 2: tile<Format, Products, 2, 1>(rest, weight_stride, act, 0, n, y + r, y_stride); break;
+            case 1: tile<Format, Products, 1, 1>(rest, weight_stride, act, 0, n, y + r, y_stride); break;
+            default: break;
+        }
+        return;
+    }
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const uint8_t* row = rows + size_t(r) * weight_stride;
+        int64_t t = 0;
+        for (; t + 4 <= n_tokens; t += 4)
+            tile<Format, Products, 1, 4>(row, 0, act + size_t(t) * act_stride, act_stride, n, y + t * y_stride + r, y_stride);
+        const uint8_t* rest = act + size_t(t) * act_stride;
+        float* y_rest = y + t * y_stride + r;
+        switch (n_tokens - t) {
+            case 3: tile<Format, Products, 1, 3>(row, 0, rest, act_stride, n, y_rest, y_stride); break;
+            case 2: tile<Format, Products, 1, 2>(row, 0, rest, act_stride, n, y_rest, y_stride); break;
+            case 1: tile<Format, Products, 1, 1>(row, 0, rest, act_stride, n, y_rest, y_stride); break;
+            default: break;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace k3::kernels::q8k_fused
