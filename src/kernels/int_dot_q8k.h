@@ -1,8 +1,9 @@
-// The integer kernels of the 256-value formats (K-quants, IQ1…IQ4_XS, TQ) with Q8_K activations,
-// written once over the unpacked shape of quant_unpack.h (int8 levels, a scale and an offset per
-// sub-block); int_dot.h defines their arithmetic ("× Q8_K"). The unpacking is quant_unpack.h's
-// AVX2 code at every level (checked bit-exact against the scalar decoders); the levels differ
-// only in how they form the integer sums, and agree bit for bit.
+// The integer kernels of the 256-value formats (K-quants, IQ1…IQ4_XS, TQ) with Q8_K activations;
+// int_dot.h defines their arithmetic. The fused formats (int_dot_q8k_formats.h) decode each block
+// in registers (int_dot_q8k_fused_simd.h); the others are written once over the unpacked shape of
+// quant_unpack.h (int8 levels, a scale and an offset per sub-block), whose AVX2 unpacking runs at
+// every level (checked bit-exact against the scalar decoders). The levels differ only in how they
+// form the integer sums, and agree bit for bit.
 #pragma once
 
 #include "kernels/int_dot.h"
@@ -23,8 +24,8 @@ void slot_factors(const unpack::Unpacked& u, float* scale, float* offset) {
 }
 
 // Per level (int_dot_q8k.cpp, int_dot_q8k_avx2.cpp, int_dot_q8k_avx512.cpp): the kernel of a
-// 256-value weight type, null for other types. The scalar one needs AVX2 for the unpacking: on a
-// CPU without it these types keep f32 activations.
+// 256-value weight type, null for other types. The scalar one needs AVX2 for the unpacking of the
+// formats that are not fused: on a CPU without it those types keep f32 activations.
 IntDotFn scalar_q8k_int_dot(tensor::Type weight);
 IntDotFn avx2_q8k_int_dot(tensor::Type weight);
 IntDotFn avx512_q8k_int_dot(tensor::Type weight);  // AVX-512 VL + VNNI
