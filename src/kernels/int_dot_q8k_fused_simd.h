@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 
 #include "kernels/int_dot_q8k.h"
@@ -18,10 +19,14 @@
 namespace k3::kernels::q8k_fused {
 namespace {
 
-// A weight block in registers. q[k] holds elements 32k..32k+31 (slots 2k and 2k+1): unsigned
-// levels (maddubs' unsigned operand) where the format says kUnsigned, else signed ones.
+// How a format's Decoded::q holds its levels: unsigned (maddubs' unsigned operand as they are),
+// signed (multiplied as |q| times a with q's sign), or magnitudes with the signs apart (±1 bytes).
+enum class Levels { unsigned_levels, signed_levels, magnitudes_and_signs };
+
+// A weight block in registers. q[k] holds elements 32k..32k+31 (slots 2k and 2k+1).
 struct Decoded {
     __m256i q[8];
+    __m256i signs[8];     // ±1 per element (magnitudes_and_signs)
     __m256i scales;       // int16; lane k of the low half: slot 2k's scale, of the high half: slot 2k+1's
     __m256i slot_scales;  // int16 slot j's scale in lane j (the formats with a level bias)
     __m256i mins;         // int16 slot j's min in lane j (the offset formats)
@@ -54,14 +59,14 @@ inline void two_bit_levels(const uint8_t* qs, __m256i* q) {
     }
 }
 
-// Per format: kUnsigned, kBiasShift (levels stored as level + 2^shift, the bias taken off with
+// Per format: kLevels, kBiasShift (levels stored as level + 2^shift, the bias taken off with
 // the activation's slot sums; negative: none) and decode(block, Decoded&).
 template <typename Format>
 struct Simd;
 
 template <>
 struct Simd<q8k_formats::Q2K> {
-    static constexpr bool kUnsigned = true;
+    static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = -1;
     static void decode(const tensor::BlockQ2_K& b, Decoded& out) {
         two_bit_levels(b.qs, out.q);
@@ -73,7 +78,7 @@ struct Simd<q8k_formats::Q2K> {
 
 template <>
 struct Simd<q8k_formats::Q3K> {
-    static constexpr bool kUnsigned = true;
+    static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = 2;  // level + 4 = the two bits | the hmask bit << 2
     static void decode(const tensor::BlockQ3_K& b, Decoded& out) {
         two_bit_levels(b.qs, out.q);
@@ -95,7 +100,7 @@ struct Simd<q8k_formats::Q3K> {
 
 template <int Bits, typename Block>
 struct Simd<q8k_formats::Q45K<Bits, Block>> {
-    static constexpr bool kUnsigned = true;
+    static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = -1;
     static void decode(const Block& b, Decoded& out) {
         for (int c = 0; c < 4; ++c) {
@@ -120,7 +125,7 @@ struct Simd<q8k_formats::Q45K<Bits, Block>> {
 
 template <>
 struct Simd<q8k_formats::Q6K> {
-    static constexpr bool kUnsigned = true;
+    static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = 5;  // level + 32
     static void decode(const tensor::BlockQ6_K& b, Decoded& out) {
         const __m256i bits45 = mask8(0x30);
@@ -141,7 +146,7 @@ struct Simd<q8k_formats::Q6K> {
 
 template <>
 struct Simd<q8k_formats::Iq4xs> {
-    static constexpr bool kUnsigned = false;
+    static constexpr Levels kLevels = Levels::signed_levels;
     static constexpr int kBiasShift = -1;
     static void decode(const tensor::BlockIq4xs& b, Decoded& out) {
         const __m256i table = _mm256_broadcastsi128_si256(load16(tensor::kIq4nlValues));
@@ -156,14 +161,70 @@ struct Simd<q8k_formats::Iq4xs> {
     }
 };
 
+// The sign bytes (+1, or −1 where the bit is set) of each 7-bit IQ sign field.
+inline constexpr std::array<uint64_t, 128> kIqSignBytes = [] {
+    std::array<uint64_t, 128> table{};
+    for (unsigned field = 0; field < 128; ++field)
+        for (int e = 0; e < 8; ++e)
+            table[field] |= uint64_t(tensor::kIqSignsFrom7Bits[field] >> e & 1 ? 0xff : 0x01) << (8 * e);
+    return table;
+}();
+
+template <>
+struct Simd<q8k_formats::Iq2xxs> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    static void decode(const tensor::BlockIq2xxs& b, Decoded& out) {
+        const auto& grid = tensor::kIq2xxsGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* sub = b.qs + 8 * s;
+            const uint32_t signs_scale = tensor::load_u32(sub + 4);
+            out.q[s] = _mm256_setr_epi64x(int64_t(grid[sub[0]]), int64_t(grid[sub[1]]), int64_t(grid[sub[2]]), int64_t(grid[sub[3]]));
+            out.signs[s] = _mm256_setr_epi64x(int64_t(kIqSignBytes[signs_scale & 127]), int64_t(kIqSignBytes[(signs_scale >> 7) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 14) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 21) & 127]));
+            scale_bytes |= uint64_t(2 * (signs_scale >> 28) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq1m> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    static void decode(const tensor::BlockIq1m& b, Decoded& out) {
+        for (int s = 0; s < 8; ++s) {
+            int64_t points[4], deltas[4];
+            for (int g = 0; g < 4; ++g) {
+                const int group = 4 * s + g;
+                const unsigned nibble = (b.qh[group / 2] >> (4 * (group % 2))) & 15;
+                points[g] = int64_t(tensor::kIq1sGrid[b.qs[group] | (nibble & 7) << 8]);
+                deltas[g] = int64_t(nibble & 8 ? 0xffffffffffffffffull : 0x0101010101010101ull);  // −1 or +1 bytes
+            }
+            // 8·g per byte (the bits a 16-bit shift carries into the next byte masked off), then ± 1.
+            const __m256i eight_g = _mm256_and_si256(
+                _mm256_slli_epi16(_mm256_setr_epi64x(points[0], points[1], points[2], points[3]), 3), mask8(0xf8));
+            out.q[s] = _mm256_add_epi8(eight_g, _mm256_setr_epi64x(deltas[0], deltas[1], deltas[2], deltas[3]));
+        }
+        alignas(16) uint8_t scale_bytes[16];
+        for (int h = 0; h < 16; ++h) scale_bytes[h] = uint8_t(2 * tensor::iq1m_sub_scale(b, h) + 1);
+        out.scales = scales_of_16(_mm_load_si128(reinterpret_cast<const __m128i*>(scale_bytes)));
+    }
+};
+
 // The integer sum of one decoded block with one activation block, spread over 8 int32 lanes.
 template <typename Format, typename Products>
 __m256i block_sum(const Decoded& w, const ActBlockQ8_K& a) {
     __m256i acc = _mm256_setzero_si256();
     for (int k = 0; k < 8; ++k) {
         const __m256i act = load32(a.qs + 32 * k);
-        const __m256i pairs = Simd<Format>::kUnsigned ? _mm256_maddubs_epi16(w.q[k], act)
-                                                      : _mm256_maddubs_epi16(_mm256_sign_epi8(w.q[k], w.q[k]), _mm256_sign_epi8(act, w.q[k]));
+        __m256i pairs;
+        if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) pairs = _mm256_maddubs_epi16(w.q[k], act);
+        else if constexpr (Simd<Format>::kLevels == Levels::signed_levels)
+            pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w.q[k], w.q[k]), _mm256_sign_epi8(act, w.q[k]));
+        else pairs = _mm256_maddubs_epi16(w.q[k], _mm256_sign_epi8(act, w.signs[k]));
         const __m256i pick = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | 2 * k));  // lane k of each half
         acc = Products::add_scaled(acc, pairs, _mm256_shuffle_epi8(w.scales, pick));
     }
@@ -180,6 +241,14 @@ inline __m128i sums_of_4(const __m256i* s) {
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
+// Four blocks' d (or dmin): their f16 bits times the format's kDFactor.
+template <typename Format>
+__m128 weight_factors(const uint16_t* f16_bits) {
+    const __m128 value = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f16_bits)));
+    if constexpr (Format::kDFactor != 1.0f) return _mm_mul_ps(value, _mm_set1_ps(Format::kDFactor));
+    return value;
+}
+
 // kRows weight rows × kTokens activation rows: lane kTokens·r + t of the accumulators is
 // (row r, token t), each weight block decoded once for the tile's tokens.
 template <typename Format, typename Products, int kRows, int kTokens>
@@ -190,7 +259,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
         __m256i sums[4] = {}, mins[4] = {};
-        alignas(16) uint16_t d_bits[8] = {}, dmin_bits[8] = {};
+        uint16_t d_bits[4] = {}, dmin_bits[4] = {};
         alignas(16) float d_act[4] = {};
         for (int r = 0; r < kRows; ++r) {
             const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
@@ -200,19 +269,19 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
                 const ActBlockQ8_K& a = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t) * act_stride)[b];
                 const int lane = kTokens * r + t;
                 sums[lane] = block_sum<Format, Products>(decoded, a);
-                d_bits[lane] = tensor::load_u16(w.d);
+                d_bits[lane] = Format::d_bits(w);
                 d_act[lane] = a.d;
                 if constexpr (Format::kOffset) {
                     mins[lane] = _mm256_madd_epi16(load32(a.bsums), decoded.mins);
-                    dmin_bits[lane] = tensor::load_u16(w.dmin);
+                    dmin_bits[lane] = Format::dmin_bits(w);
                 }
             }
         }
         const __m128 da = _mm_load_ps(d_act);
-        const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits))), da);
+        const __m128 d = _mm_mul_ps(weight_factors<Format>(d_bits), da);
         acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(sums_of_4(sums)), acc);
         if constexpr (Format::kOffset) {
-            const __m128 dmin = _mm_mul_ps(_mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dmin_bits))), da);
+            const __m128 dmin = _mm_mul_ps(weight_factors<Format>(dmin_bits), da);
             off = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(sums_of_4(mins)), off);
         }
     }
