@@ -298,38 +298,37 @@ float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     return y;
 }
 
-// IntDotTileFn. One token (decode): four rows at a time sharing the activation block; several
-// tokens (prefill): per row, four tokens at a time sharing the decoded block.
+// kTokens activation rows with every weight row: kRows rows at a time, the last rows one by one.
+template <typename Format, typename Products, int kRows, int kTokens>
+void rows_of_tiles(const uint8_t* rows, size_t weight_stride, int64_t n_rows, const uint8_t* act, size_t act_stride, int64_t n,
+                   float* y, int64_t y_stride) {
+    int64_t r = 0;
+    for (; r + kRows <= n_rows; r += kRows)
+        tile<Format, Products, kRows, kTokens>(rows + size_t(r) * weight_stride, weight_stride, act, act_stride, n, y + r, y_stride);
+    for (; r < n_rows; ++r)
+        tile<Format, Products, 1, kTokens>(rows + size_t(r) * weight_stride, weight_stride, act, act_stride, n, y + r, y_stride);
+}
+
+// IntDotTileFn: four tokens at a time, each row with all of them while it is in L1 (prefill);
+// then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2 tokens or one
+// row × 3 tokens.
 template <typename Format, typename Products>
 void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* rows = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
-    if (n_tokens == 1) {
-        int64_t r = 0;
-        for (; r + 4 <= n_rows; r += 4) tile<Format, Products, 4, 1>(rows + size_t(r) * weight_stride, weight_stride, act, 0, n, y + r, y_stride);
-        const uint8_t* rest = rows + size_t(r) * weight_stride;
-        switch (n_rows - r) {
-            case 3: tile<Format, Products, 3, 1>(rest, weight_stride, act, 0, n, y + r, y_stride); break;
-            case 2: tile<Format, Products, 2, 1>(rest, weight_stride, act, 0, n, y + r, y_stride); break;
-            case 1: tile<Format, Products, 1, 1>(rest, weight_stride, act, 0, n, y + r, y_stride); break;
-            default: break;
-        }
-        return;
-    }
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const uint8_t* row = rows + size_t(r) * weight_stride;
-        int64_t t = 0;
-        for (; t + 4 <= n_tokens; t += 4)
-            tile<Format, Products, 1, 4>(row, 0, act + size_t(t) * act_stride, act_stride, n, y + t * y_stride + r, y_stride);
-        const uint8_t* rest = act + size_t(t) * act_stride;
-        float* y_rest = y + t * y_stride + r;
-        switch (n_tokens - t) {
-            case 3: tile<Format, Products, 1, 3>(row, 0, rest, act_stride, n, y_rest, y_stride); break;
-            case 2: tile<Format, Products, 1, 2>(row, 0, rest, act_stride, n, y_rest, y_stride); break;
-            case 1: tile<Format, Products, 1, 1>(row, 0, rest, act_stride, n, y_rest, y_stride); break;
-            default: break;
-        }
+    const int64_t t = n_tokens / 4 * 4;
+    for (int64_t r = 0; r < n_rows; ++r)
+        for (int64_t t4 = 0; t4 < t; t4 += 4)
+            tile<Format, Products, 1, 4>(rows + size_t(r) * weight_stride, 0, act + size_t(t4) * act_stride, act_stride, n,
+                                         y + t4 * y_stride + r, y_stride);
+    const uint8_t* rest = act + size_t(t) * act_stride;
+    float* y_rest = y + t * y_stride;
+    switch (n_tokens - t) {
+        case 3: rows_of_tiles<Format, Products, 1, 3>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        case 2: rows_of_tiles<Format, Products, 2, 2>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        case 1: rows_of_tiles<Format, Products, 4, 1>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        default: break;
     }
 }
 
