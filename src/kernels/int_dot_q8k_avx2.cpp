@@ -20,6 +20,7 @@ struct Avx2Products {
         const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
         return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
     }
+    static constexpr bool kByteDots = false;
     static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales) {
         return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
     }

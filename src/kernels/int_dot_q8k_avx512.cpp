@@ -22,6 +22,8 @@ struct VnniProducts {
     static __m256i of(__m256i q, __m256i a) {
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q));
     }
+    static constexpr bool kByteDots = true;
+    static __m256i byte_dot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
     // vpdpwssd: the 16-bit multiply-add and the accumulation in one instruction.
     static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales) { return _mm256_dpwssd_epi32(acc, pairs, scales); }
 };

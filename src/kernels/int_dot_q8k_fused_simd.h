@@ -2,7 +2,9 @@
 // registers (levels by shuffles, ands and shifts; integer slot scales from the packed scale
 // bytes) and multiplied by maddubs; the integer slot scales are applied to maddubs' 16-bit pair
 // sums by a Products policy:
-//   static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales): acc + madd(pairs, scales).
+//   static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales): acc + madd(pairs, scales);
+//   kByteDots, and where true static __m256i byte_dot(__m256i u, __m256i s): lane l = Σ of the 4
+//   products of unsigned u and signed s bytes 4l..4l+3 (vpdpbusd), used for the unsigned levels.
 // Tiles of several rows and tokens share one horizontal sum and one f32 fma per block. Include
 // only inside a target region that enables at least avx2,fma,f16c, after every system header;
 // the functions live in an unnamed namespace so each including file has its own copies.
@@ -15,6 +17,10 @@
 
 #include "kernels/int_dot_q8k.h"
 #include "kernels/int_dot_q8k_formats.h"
+
+// The decoders and block sums are inlined into each tile, so that a block's registers never go
+// through memory (GCC otherwise calls one shared copy of the block sum).
+#define K3_FUSED_INLINE [[gnu::always_inline]] inline
 
 namespace k3::kernels::q8k_fused {
 namespace {
@@ -68,7 +74,7 @@ template <>
 struct Simd<q8k_formats::Q2K> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = -1;
-    static void decode(const tensor::BlockQ2_K& b, Decoded& out) {
+    K3_FUSED_INLINE static void decode(const tensor::BlockQ2_K& b, Decoded& out) {
         two_bit_levels(b.qs, out.q);
         const __m128i bytes = load16(b.scales);
         out.scales = scales_of_16(_mm_and_si128(bytes, _mm_set1_epi8(15)));
@@ -80,7 +86,7 @@ template <>
 struct Simd<q8k_formats::Q3K> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = 2;  // level + 4 = the two bits | the hmask bit << 2
-    static void decode(const tensor::BlockQ3_K& b, Decoded& out) {
+    K3_FUSED_INLINE static void decode(const tensor::BlockQ3_K& b, Decoded& out) {
         two_bit_levels(b.qs, out.q);
         const __m256i hmask = load32(b.hmask);
         for (int k = 0; k < 8; ++k) out.q[k] = _mm256_or_si256(out.q[k], _mm256_slli_epi16(bit_of(hmask, k), 2));
@@ -102,7 +108,7 @@ template <int Bits, typename Block>
 struct Simd<q8k_formats::Q45K<Bits, Block>> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = -1;
-    static void decode(const Block& b, Decoded& out) {
+    K3_FUSED_INLINE static void decode(const Block& b, Decoded& out) {
         for (int c = 0; c < 4; ++c) {
             const __m256i v = load32(b.qs + 32 * c);
             out.q[2 * c] = _mm256_and_si256(v, mask8(15));
@@ -127,7 +133,7 @@ template <>
 struct Simd<q8k_formats::Q6K> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = 5;  // level + 32
-    static void decode(const tensor::BlockQ6_K& b, Decoded& out) {
+    K3_FUSED_INLINE static void decode(const tensor::BlockQ6_K& b, Decoded& out) {
         const __m256i bits45 = mask8(0x30);
         for (int h = 0; h < 2; ++h) {
             const __m256i ql0 = load32(b.ql + 64 * h), ql1 = load32(b.ql + 64 * h + 32), qh = load32(b.qh + 32 * h);
@@ -148,7 +154,7 @@ template <>
 struct Simd<q8k_formats::Iq4xs> {
     static constexpr Levels kLevels = Levels::signed_levels;
     static constexpr int kBiasShift = -1;
-    static void decode(const tensor::BlockIq4xs& b, Decoded& out) {
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq4xs& b, Decoded& out) {
         const __m256i table = _mm256_broadcastsi128_si256(load16(tensor::kIq4nlValues));
         for (int s = 0; s < 8; ++s) {
             const __m128i v = load16(b.qs + 16 * s);
@@ -174,7 +180,7 @@ template <>
 struct Simd<q8k_formats::Iq2xxs> {
     static constexpr Levels kLevels = Levels::magnitudes_and_signs;
     static constexpr int kBiasShift = -1;
-    static void decode(const tensor::BlockIq2xxs& b, Decoded& out) {
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq2xxs& b, Decoded& out) {
         const auto& grid = tensor::kIq2xxsGrid;
         uint64_t scale_bytes = 0;
         for (int s = 0; s < 8; ++s) {
@@ -194,39 +200,71 @@ template <>
 struct Simd<q8k_formats::Iq1m> {
     static constexpr Levels kLevels = Levels::signed_levels;
     static constexpr int kBiasShift = -1;
-    static void decode(const tensor::BlockIq1m& b, Decoded& out) {
-        for (int s = 0; s < 8; ++s) {
-            int64_t points[4], deltas[4];
-            for (int g = 0; g < 4; ++g) {
-                const int group = 4 * s + g;
-                const unsigned nibble = (b.qh[group / 2] >> (4 * (group % 2))) & 15;
-                points[g] = int64_t(tensor::kIq1sGrid[b.qs[group] | (nibble & 7) << 8]);
-                deltas[g] = int64_t(nibble & 8 ? 0xffffffffffffffffull : 0x0101010101010101ull);  // −1 or +1 bytes
-            }
-            // 8·g per byte (the bits a 16-bit shift carries into the next byte masked off), then ± 1.
-            const __m256i eight_g = _mm256_and_si256(
-                _mm256_slli_epi16(_mm256_setr_epi64x(points[0], points[1], points[2], points[3]), 3), mask8(0xf8));
-            out.q[s] = _mm256_add_epi8(eight_g, _mm256_setr_epi64x(deltas[0], deltas[1], deltas[2], deltas[3]));
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq1m& b, Decoded& out) {
+        // Group g's nibble (nibble g%2 of qh[g/2]): its low three bits extend grid index qs[g],
+        // its bit 3 is the sign of δ.
+        const __m128i qh = load16(b.qh), seven = _mm_set1_epi8(7);
+        const __m128i low = _mm_and_si128(qh, seven), high = _mm_and_si128(_mm_srli_epi16(qh, 4), seven);
+        const __m128i index_high[2] = {_mm_unpacklo_epi8(low, high), _mm_unpackhi_epi8(low, high)};
+        alignas(32) uint16_t index[32];
+        for (int i = 0; i < 2; ++i) {
+            const __m256i v = _mm256_or_si256(_mm256_cvtepu8_epi16(load16(b.qs + 16 * i)),
+                                              _mm256_slli_epi16(_mm256_cvtepu8_epi16(index_high[i]), 8));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(index + 16 * i), v);
         }
-        alignas(16) uint8_t scale_bytes[16];
-        for (int h = 0; h < 16; ++h) scale_bytes[h] = uint8_t(2 * tensor::iq1m_sub_scale(b, h) + 1);
-        out.scales = scales_of_16(_mm_load_si128(reinterpret_cast<const __m128i*>(scale_bytes)));
+        // Byte j of sub-block s is in group 4s + j/8, whose δ sign is bit 3 (j%16 < 8) or 7 of qh[2s + j/16].
+        const __m256i qh_both = _mm256_broadcastsi128_si256(qh);
+        const __m256i delta_bit = _mm256_setr_epi64x(0x0808080808080808, int64_t(0x8080808080808080ull), 0x0808080808080808,
+                                                     int64_t(0x8080808080808080ull));
+        const auto& grid = tensor::kIq1sGrid;
+        for (int s = 0; s < 8; ++s) {
+            const __m256i spread = _mm256_shuffle_epi8(qh_both, _mm256_set_m128i(_mm_set1_epi8(char(2 * s + 1)), _mm_set1_epi8(char(2 * s))));
+            const __m256i negative = _mm256_cmpeq_epi8(_mm256_and_si256(spread, delta_bit), delta_bit);
+            const __m256i delta = _mm256_or_si256(negative, mask8(1));  // −1 or +1
+            const uint16_t* g = index + 4 * s;
+            const __m256i points = _mm256_setr_epi64x(int64_t(grid[g[0]]), int64_t(grid[g[1]]), int64_t(grid[g[2]]), int64_t(grid[g[3]]));
+            // 8·point per byte (the bits a 16-bit shift carries into the next byte masked off), then ± 1.
+            out.q[s] = _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(points, 3), mask8(0xf8)), delta);
+        }
+        // Slot h's 3-bit scale: bits 3(h%4).. of u16 word h/4. Lane i of each half holds word i/2;
+        // the multiply moves the slot's field to bits 13..15.
+        const __m256i words = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales))),
+                                                  _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7,  //
+                                                                   0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7));
+        const __m256i to_top = _mm256_setr_epi16(1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7,  // fields 0, 2
+                                                 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4);  // fields 1, 3
+        const __m256i field = _mm256_srli_epi16(_mm256_mullo_epi16(words, to_top), 13);
+        out.scales = _mm256_or_si256(_mm256_slli_epi16(field, 1), _mm256_set1_epi16(1));
     }
 };
 
 // The integer sum of one decoded block with one activation block, spread over 8 int32 lanes.
 template <typename Format, typename Products>
-__m256i block_sum(const Decoded& w, const ActBlockQ8_K& a) {
+K3_FUSED_INLINE __m256i block_sum(const Decoded& w, const ActBlockQ8_K& a) {
     __m256i acc = _mm256_setzero_si256();
-    for (int k = 0; k < 8; ++k) {
-        const __m256i act = load32(a.qs + 32 * k);
-        __m256i pairs;
-        if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) pairs = _mm256_maddubs_epi16(w.q[k], act);
-        else if constexpr (Simd<Format>::kLevels == Levels::signed_levels)
-            pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w.q[k], w.q[k]), _mm256_sign_epi8(act, w.q[k]));
-        else pairs = _mm256_maddubs_epi16(w.q[k], _mm256_sign_epi8(act, w.signs[k]));
-        const __m256i pick = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | 2 * k));  // lane k of each half
-        acc = Products::add_scaled(acc, pairs, _mm256_shuffle_epi8(w.scales, pick));
+    if constexpr (Products::kByteDots && Simd<Format>::kLevels == Levels::unsigned_levels) {
+        // Groups k, k+1 by byte dots; each 4-product sum fits int16 (levels < 64), so the pair packs
+        // into one register: slots 2k, 2k+2 in the low half, 2k+1, 2k+3 in the high half.
+        for (int k = 0; k < 8; k += 2) {
+            const __m256i packed = _mm256_packs_epi32(Products::byte_dot(w.q[k], load32(a.qs + 32 * k)),
+                                                      Products::byte_dot(w.q[k + 1], load32(a.qs + 32 * k + 32)));
+            const __m256i pick = _mm256_setr_epi64x(int64_t(0x0001000100010001ull * uint64_t((2 * k + 1) << 8 | 2 * k)),
+                                                    int64_t(0x0001000100010001ull * uint64_t((2 * k + 3) << 8 | (2 * k + 2))),
+                                                    int64_t(0x0001000100010001ull * uint64_t((2 * k + 1) << 8 | 2 * k)),
+                                                    int64_t(0x0001000100010001ull * uint64_t((2 * k + 3) << 8 | (2 * k + 2))));
+            acc = Products::add_scaled(acc, packed, _mm256_shuffle_epi8(w.scales, pick));
+        }
+    } else {
+        for (int k = 0; k < 8; ++k) {
+            const __m256i act = load32(a.qs + 32 * k);
+            __m256i pairs;
+            if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) pairs = _mm256_maddubs_epi16(w.q[k], act);
+            else if constexpr (Simd<Format>::kLevels == Levels::signed_levels)
+                pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w.q[k], w.q[k]), _mm256_sign_epi8(act, w.q[k]));
+            else pairs = _mm256_maddubs_epi16(w.q[k], _mm256_sign_epi8(act, w.signs[k]));
+            const __m256i pick = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | 2 * k));  // lane k of each half
+            acc = Products::add_scaled(acc, pairs, _mm256_shuffle_epi8(w.scales, pick));
+        }
     }
     if constexpr (Simd<Format>::kBiasShift >= 0) {
         const __m256i bias = _mm256_madd_epi16(load32(a.bsums), w.slot_scales);
@@ -236,14 +274,14 @@ __m256i block_sum(const Decoded& w, const ActBlockQ8_K& a) {
 }
 
 // Lane i: the sum of the 8 lanes of s[i].
-inline __m128i sums_of_4(const __m256i* s) {
+K3_FUSED_INLINE __m128i sums_of_4(const __m256i* s) {
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
 // Four blocks' d (or dmin): their f16 bits times the format's kDFactor.
 template <typename Format>
-__m128 weight_factors(const uint16_t* f16_bits) {
+K3_FUSED_INLINE __m128 weight_factors(const uint16_t* f16_bits) {
     const __m128 value = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f16_bits)));
     if constexpr (Format::kDFactor != 1.0f) return _mm_mul_ps(value, _mm_set1_ps(Format::kDFactor));
     return value;
@@ -334,3 +372,5 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
 
 }  // namespace
 }  // namespace k3::kernels::q8k_fused
+
+#undef K3_FUSED_INLINE
