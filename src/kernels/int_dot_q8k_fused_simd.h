@@ -17,6 +17,7 @@
 
 #include "kernels/int_dot_q8k.h"
 #include "kernels/int_dot_q8k_formats.h"
+#include "kernels/quant_unpack.h"
 
 // The decoders and block sums are inlined into each tile, so that a block's registers never go
 // through memory (GCC otherwise calls one shared copy of the block sum).
@@ -196,6 +197,10 @@ struct Simd<q8k_formats::Iq2xxs> {
     }
 };
 
+// IQ1: 8·g per byte of grid values g in {−1, 0, 1} (the bits a 16-bit shift carries into the
+// next byte masked off); the levels are 8g ± 1.
+K3_FUSED_INLINE __m256i eight_times(__m256i grid_values) { return _mm256_and_si256(_mm256_slli_epi16(grid_values, 3), mask8(0xf8)); }
+
 template <>
 struct Simd<q8k_formats::Iq1m> {
     static constexpr Levels kLevels = Levels::signed_levels;
@@ -223,8 +228,7 @@ struct Simd<q8k_formats::Iq1m> {
             const __m256i delta = _mm256_or_si256(negative, mask8(1));  // −1 or +1
             const uint16_t* g = index + 4 * s;
             const __m256i points = _mm256_setr_epi64x(int64_t(grid[g[0]]), int64_t(grid[g[1]]), int64_t(grid[g[2]]), int64_t(grid[g[3]]));
-            // 8·point per byte (the bits a 16-bit shift carries into the next byte masked off), then ± 1.
-            out.q[s] = _mm256_add_epi8(_mm256_and_si256(_mm256_slli_epi16(points, 3), mask8(0xf8)), delta);
+            out.q[s] = _mm256_add_epi8(eight_times(points), delta);
         }
         // Slot h's 3-bit scale: bits 3(h%4).. of u16 word h/4. Lane i of each half holds word i/2;
         // the multiply moves the slot's field to bits 13..15.
@@ -235,6 +239,142 @@ struct Simd<q8k_formats::Iq1m> {
                                                  1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4);  // fields 1, 3
         const __m256i field = _mm256_srli_epi16(_mm256_mullo_epi16(words, to_top), 13);
         out.scales = _mm256_or_si256(_mm256_slli_epi16(field, 1), _mm256_set1_epi16(1));
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq1s> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq1s& b, Decoded& out) {
+        const auto& grid = tensor::kIq1sGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const unsigned qh = tensor::load_u16(b.qh + 2 * s);
+            const uint8_t* qs = b.qs + 4 * s;
+            const __m256i points = _mm256_setr_epi64x(int64_t(grid[qs[0] | (qh & 7) << 8]), int64_t(grid[qs[1] | ((qh >> 3) & 7) << 8]),
+                                                      int64_t(grid[qs[2] | ((qh >> 6) & 7) << 8]), int64_t(grid[qs[3] | ((qh >> 9) & 7) << 8]));
+            out.q[s] = _mm256_add_epi8(eight_times(points), mask8(qh & 0x8000 ? -1 : 1));
+            scale_bytes |= uint64_t(2 * ((qh >> 12) & 7) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+// IQ2_XS, IQ2_S: slot h's scale 2ls + 1 from nibble h%2 of scales[h/2].
+K3_FUSED_INLINE __m256i iq2_scales(const uint8_t* scales) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)), fifteen = _mm_set1_epi8(15);
+    const __m128i ls = _mm_unpacklo_epi8(_mm_and_si128(bytes, fifteen), _mm_and_si128(_mm_srli_epi16(bytes, 4), fifteen));
+    return scales_of_16(_mm_or_si128(_mm_add_epi8(ls, ls), _mm_set1_epi8(1)));
+}
+// ±1 bytes from 32 sign bits (−1 where set).
+K3_FUSED_INLINE __m256i sign_bytes(uint32_t bits) { return _mm256_or_si256(unpack::bytes_of_bits(bits), mask8(1)); }
+
+template <>
+struct Simd<q8k_formats::Iq2xs> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq2xs& b, Decoded& out) {
+        const auto& grid = tensor::kIq2xsGrid;
+        for (int s = 0; s < 8; ++s) {
+            unsigned code[4];
+            for (int g = 0; g < 4; ++g) code[g] = tensor::load_u16(b.qs + 8 * s + 2 * g);
+            out.q[s] = _mm256_setr_epi64x(int64_t(grid[code[0] & 511]), int64_t(grid[code[1] & 511]), int64_t(grid[code[2] & 511]),
+                                          int64_t(grid[code[3] & 511]));
+            out.signs[s] = _mm256_setr_epi64x(int64_t(kIqSignBytes[code[0] >> 9]), int64_t(kIqSignBytes[code[1] >> 9]),
+                                              int64_t(kIqSignBytes[code[2] >> 9]), int64_t(kIqSignBytes[code[3] >> 9]));
+        }
+        out.scales = iq2_scales(b.scales);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq2s> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq2s& b, Decoded& out) {
+        const auto& grid = tensor::kIq2sGrid;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* low = b.grid_low + 4 * s;
+            const unsigned qh = b.qh[s];
+            out.q[s] = _mm256_setr_epi64x(int64_t(grid[low[0] | (qh & 3) << 8]), int64_t(grid[low[1] | ((qh >> 2) & 3) << 8]),
+                                          int64_t(grid[low[2] | ((qh >> 4) & 3) << 8]), int64_t(grid[low[3] | ((qh >> 6) & 3) << 8]));
+            out.signs[s] = sign_bytes(tensor::load_u32(b.signs + 4 * s));
+        }
+        out.scales = iq2_scales(b.scales);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq3xxs> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq3xxs& b, Decoded& out) {
+        const auto& grid = tensor::kIq3xxsGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* k = b.qs + 8 * s;
+            out.q[s] = _mm256_setr_epi32(int32_t(grid[k[0]]), int32_t(grid[k[1]]), int32_t(grid[k[2]]), int32_t(grid[k[3]]),
+                                         int32_t(grid[k[4]]), int32_t(grid[k[5]]), int32_t(grid[k[6]]), int32_t(grid[k[7]]));
+            const uint32_t signs_scale = tensor::load_u32(b.scales_signs + 4 * s);
+            out.signs[s] = _mm256_setr_epi64x(int64_t(kIqSignBytes[signs_scale & 127]), int64_t(kIqSignBytes[(signs_scale >> 7) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 14) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 21) & 127]));
+            scale_bytes |= uint64_t(2 * (signs_scale >> 28) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq3s> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockIq3s& b, Decoded& out) {
+        const auto& grid = tensor::kIq3sGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* k = b.qs + 8 * s;
+            const unsigned qh = b.qh[s];
+            out.q[s] = _mm256_setr_epi32(int32_t(grid[k[0] | (qh & 1) << 8]), int32_t(grid[k[1] | (qh & 2) << 7]),
+                                         int32_t(grid[k[2] | (qh & 4) << 6]), int32_t(grid[k[3] | (qh & 8) << 5]),
+                                         int32_t(grid[k[4] | (qh & 16) << 4]), int32_t(grid[k[5] | (qh & 32) << 3]),
+                                         int32_t(grid[k[6] | (qh & 64) << 2]), int32_t(grid[k[7] | (qh & 128) << 1]));
+            out.signs[s] = sign_bytes(tensor::load_u32(b.signs + 4 * s));
+            scale_bytes |= uint64_t(2 * ((b.scales[s / 2] >> (4 * (s % 2))) & 15) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Tq1> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockTq1_0& b, Decoded& out) {
+        const __m256i first = load32(b.qs), rest = _mm256_castsi128_si256(load16(b.qs + 32));
+        for (int t = 0; t < 5; ++t) out.q[t] = unpack::tq1_levels(first, t);
+        // Elements 160 + 16t + l: trit t of qs[32 + l]; 240 + 4t + j: trit t of qh[j].
+        __m128i rest_levels[5];
+        for (int t = 0; t < 5; ++t) rest_levels[t] = _mm256_castsi256_si128(unpack::tq1_levels(rest, t));
+        alignas(16) int8_t high[16];
+        for (int t = 0; t < 4; ++t)
+            for (int j = 0; j < 4; ++j) high[4 * t + j] = int8_t(tensor::tq1_trit(b.qh[j], t) - 1);
+        out.q[5] = _mm256_set_m128i(rest_levels[1], rest_levels[0]);
+        out.q[6] = _mm256_set_m128i(rest_levels[3], rest_levels[2]);
+        out.q[7] = _mm256_set_m128i(_mm_load_si128(reinterpret_cast<const __m128i*>(high)), rest_levels[4]);
+        out.scales = _mm256_set1_epi16(1);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Tq2> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_FUSED_INLINE static void decode(const tensor::BlockTq2_0& b, Decoded& out) {
+        two_bit_levels(b.qs, out.q);
+        for (int k = 0; k < 8; ++k) out.q[k] = _mm256_sub_epi8(out.q[k], mask8(1));
+        out.scales = _mm256_set1_epi16(1);
     }
 };
 
