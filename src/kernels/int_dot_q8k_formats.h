@@ -1,8 +1,8 @@
-// The 256-value formats whose × Q8_K kernels are fused (int_dot.h, "× Q8_K, fused"), described
-// once in plain integers for the scalar reference: per block the levels, the integer scale of
+// The 256-value formats of the × Q8_K kernels (int_dot.h, "× Q8_K"), described once in plain
+// integers for the scalar reference: per block the levels, the integer scale of
 // each 16-value slot, for the offset formats the integer min of each slot, and the two f32
 // factors (x = d·sc·level − dmin·m), each an f16 times kDFactor (exact: a power of two). The
-// SIMD kernels (int_dot_q8k_fused_simd.h) decode the same block in registers and must give the
+// SIMD kernels (int_dot_q8k_simd.h) decode the same block in registers and must give the
 // same integers.
 #pragma once
 
@@ -299,9 +299,9 @@ struct Tq2 {
     static uint16_t d_bits(const BlockType& b) { return tensor::load_u16(b.d); }
 };
 
-// Calls f.template operator()<Format>() for a fused format; `none` for other types.
+// Calls f.template operator()<Format>() for the format of `type`; `none` for other types.
 template <typename Result, typename F>
-Result with_fused_format(tensor::Type type, Result none, F&& f) {
+Result with_format(tensor::Type type, Result none, F&& f) {
     using T = tensor::Type;
     switch (type) {
         case T::Q2_K: return f.template operator()<Q2K>();
