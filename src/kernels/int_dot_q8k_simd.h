@@ -1,7 +1,7 @@
-// The SIMD × Q8_K kernels (int_dot.h, "× Q8_K"): each weight block is decoded in
-// registers (levels by shuffles, ands and shifts; integer slot scales from the packed scale
-// bytes) and multiplied by maddubs; the integer slot scales are applied to maddubs' 16-bit pair
-// sums by a Products policy:
+// The SIMD × Q8_K kernels (int_dot.h, "× Q8_K"): each weight block is decoded in registers
+// (levels by shuffles, ands, shifts and grid loads; integer slot scales from the packed scale
+// bytes) and multiplied by maddubs, or at the VNNI level by vpdpbusd; the integer slot scales are
+// applied to the 16-bit pair sums by a Products policy:
 //   static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales): acc + madd(pairs, scales);
 //   kByteDots, and where true static __m256i byte_dot(__m256i u, __m256i s): lane l = Σ of the 4
 //   products of unsigned u and signed s bytes 4l..4l+3 (vpdpbusd), used for the unsigned levels.
