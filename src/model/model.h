@@ -24,6 +24,7 @@ struct ForwardOptions {
     DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
+    parallel::Collective* collective = nullptr;  // a parallel job's ranks (ForwardContext::collective)
 };
 
 // One sequence's part of a forward pass.

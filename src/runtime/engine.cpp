@@ -80,13 +80,28 @@ Engine::~Engine() {
 
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
-    engine->impl_->model = model::Model::load(path);
-    engine->impl_->identity = model_identity(engine->impl_->model->file());
-    engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
-    engine->impl_->forward_options.kda_mode = options.kda_mode;
-    engine->impl_->forward_options.numerics = options.numerics;
-    engine->impl_->forward_options.dump = options.dump;
-    engine->impl_->set_up_residency(options.residency);
+    const auto load_here = [&] {
+        engine->impl_->model = model::Model::load(path);
+        engine->impl_->identity = model_identity(engine->impl_->model->file());
+        engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
+        engine->impl_->forward_options.kda_mode = options.kda_mode;
+        engine->impl_->forward_options.numerics = options.numerics;
+        engine->impl_->forward_options.dump = options.dump;
+        engine->impl_->forward_options.collective = options.collective;
+        engine->impl_->set_up_residency(options.residency);
+    };
+    if (!options.collective) {
+        load_here();
+        return engine;
+    }
+    // Every rank reports before any forward pass, so that one rank's failure ends them all.
+    std::string load_error;
+    try {
+        load_here();
+    } catch (const std::exception& e) {
+        load_error = e.what();
+    }
+    parallel::agree_on_model(*options.collective, load_error, engine->impl_->identity, options.parallel_start_timeout);
     return engine;
 }
 
