@@ -72,6 +72,12 @@ struct ForwardContext {
     }
 };
 
+// out = W_out o for the outputs o ([n][n_head * head_width]) of a layer's heads: when they are
+// a parallel rank's share of n_head_total heads (model/shard.h), every rank's heads are gathered
+// first; n_head_total 0: o holds every head.
+void project_heads(const ForwardContext& ctx, const kernels::MatrixView& w_out, const float* o, int64_t n,
+                   int64_t n_head, int64_t n_head_total, int64_t head_width, float* out);
+
 // Expert parallel: each rank computed the outputs of its share of the expert ids (rows
 // [first_member[e], first_member[e + 1]) of expert_out, `width` floats each, for its experts e);
 // afterwards every rank holds every expert's rows.

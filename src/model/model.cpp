@@ -10,6 +10,7 @@
 #include "model/kda.h"
 #include "model/mla.h"
 #include "model/moe.h"
+#include "model/shard.h"
 #include "model/situ.h"
 #include "util/error.h"
 
@@ -24,6 +25,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 }
 
 Model::~Model() = default;
+
+void Model::shard(int rank, int size) { shard_weights(weights_, hp_, rank, size); }
 
 SequenceState Model::new_state() const {
     SequenceState state;

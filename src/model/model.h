@@ -44,6 +44,10 @@ public:
     const HParams& hparams() const { return hp_; }
     const ModelWeights& weights() const { return weights_; }
 
+    // Keeps only rank `rank` of `size`'s share of the weights (model/shard.h). Call after
+    // make_trunk_resident() and before any new_state().
+    void shard(int rank, int size);
+
     SequenceState new_state() const;  // an empty sequence
 
     // Bytes of weights one decode step reads: every dense matrix, the used share of each

@@ -96,9 +96,9 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     std::optional<MoeScratch> own;
     MoeScratch& s = ctx.moe ? *ctx.moe : own.emplace(hp, n);
 
-    // 1. router logits on the full-width input, f32: [n][X]
+    // 1. router logits on the full-width input, f32: [n][X] (in a parallel job every rank routes alone)
     s.logits.resize(size_t(n * X));
-    ctx.linear(w.router, y, n, s.logits.data());
+    ctx.unsharded().linear(w.router, y, n, s.logits.data());
     if (s.routes.size() < size_t(n)) s.routes.resize(size_t(n));
     for (int64_t t = 0; t < n; ++t)
         route_token_into(hp, s.logits.data() + t * X, w.selection_bias, s.probs, s.selection, s.order, s.routes[size_t(t)]);

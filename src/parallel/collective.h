@@ -27,6 +27,13 @@ inline Range share_of(int64_t n, int rank, int size) {
     return {first, end - first};
 }
 
+// What a rank's collectives cost so far (k3 bench reports them per token).
+struct CollectiveCounters {
+    uint64_t calls = 0;       // collectives (allgathers) of the forward passes
+    uint64_t bytes = 0;       // bytes this rank received through them
+    double wait_seconds = 0;  // time from posting them to their completion
+};
+
 class Collective {
 public:
     virtual ~Collective() = default;
@@ -40,8 +47,9 @@ public:
     // Every rank's bytes (of any length) in rank order. Waits at most `timeout` for the slowest
     // rank, then throws k3::Error naming the ranks that did not answer (the job cannot continue).
     virtual std::vector<std::string> allgather_bytes(const std::string& mine, std::chrono::milliseconds timeout) = 0;
-    // Rank 0's value on every rank.
-    virtual uint64_t broadcast(uint64_t value) = 0;
+    // Rank 0's bytes on every rank (`bytes` is only read on rank 0).
+    virtual std::string broadcast(const std::string& bytes) = 0;
+    virtual CollectiveCounters counters() const = 0;
 };
 
 // Every rank reports whether it loaded the model, and the model's identity hash; throws k3::Error

@@ -78,11 +78,15 @@ public:
             total += counts[size_t(r)];
         }
         mpi_count(total, "an allgather");
+        const Clock::time_point start = Clock::now();
         MPI_Request request;
         check(MPI_Iallgatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(), MPI_FLOAT,
                               comm_, &request),
               "MPI_Iallgatherv");
         wait(request, "MPI_Iallgatherv");
+        ++counters_.calls;
+        counters_.bytes += uint64_t(total - int64_t(mine.size())) * sizeof(float);
+        counters_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     }
 
     std::vector<std::string> allgather_bytes(const std::string& mine, std::chrono::milliseconds timeout) override {
@@ -133,17 +137,25 @@ public:
         return all;
     }
 
-    uint64_t broadcast(uint64_t value) override {
+    std::string broadcast(const std::string& bytes) override {
+        uint64_t length = bytes.size();
         MPI_Request request;
-        check(MPI_Ibcast(&value, 1, MPI_UINT64_T, 0, comm_, &request), "MPI_Ibcast");
+        check(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, comm_, &request), "MPI_Ibcast");
         wait(request, "MPI_Ibcast");
-        return value;
+        std::string received = rank_ == 0 ? bytes : std::string(length, '\0');
+        check(MPI_Ibcast(received.data(), mpi_count(int64_t(length), "a broadcast"), MPI_CHAR, 0, comm_, &request),
+              "MPI_Ibcast");
+        wait(request, "MPI_Ibcast");
+        return received;
     }
+
+    CollectiveCounters counters() const override { return counters_; }
 
 private:
     static constexpr int kReportTag = 17;
     MPI_Comm comm_ = MPI_COMM_NULL;
     int rank_ = 0, size_ = 1;
+    CollectiveCounters counters_;
 
     void check(int code, const char* call) const {
         if (code == MPI_SUCCESS) return;

@@ -89,6 +89,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         engine->impl_->forward_options.dump = options.dump;
         engine->impl_->forward_options.collective = options.collective;
         engine->impl_->set_up_residency(options.residency);
+        if (options.collective) engine->impl_->model->shard(options.collective->rank(), options.collective->size());
     };
     if (!options.collective) {
         load_here();
