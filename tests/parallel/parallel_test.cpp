@@ -3,6 +3,7 @@
 // picks the same greedy tokens; a rank that cannot load, loads another file or never reports
 // ends the whole job with an error naming it.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 
@@ -141,6 +142,24 @@ TEST(ParallelJob, EvalOnTwoRanksPrintsWhatOneProcessPrints) {
     const std::vector<float> expected = read_floats(dir.file("alone.f32")), got = read_floats(dir.file("job.f32"));
     ASSERT_EQ(got.size(), expected.size());
     EXPECT_LE(max_abs_diff(got.data(), expected.data(), int64_t(got.size())), kTolerance);
+}
+
+// `k3 run` samples in lockstep: rank 0's prompt and seed, the same tokens as one process.
+TEST(ParallelJob, RunOnTwoRanksSamplesWhatOneProcessSamples) {
+    const std::vector<std::string> run = {"run", "-m", fixture("tiny-k3/model.gguf"), "-p", "Hello there", "-n", "12",
+                                          "--temp", "0.9", "--seed", "11", "-t", "1", "-q", "--json"};
+    std::vector<std::string> job_args = {"-np", "2", K3_BINARY};
+    job_args.insert(job_args.end(), run.begin(), run.end());
+    job_args.insert(job_args.end(), {"--parallel-mode", "tp"});
+    const CommandResult alone = run_k3(run);
+    const CommandResult job = run_program(K3_MPIEXEC, mpirun_args(job_args));
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    ASSERT_EQ(job.exit_code, 0) << job.err;
+    nlohmann::json expected = nlohmann::json::parse(alone.out), got = nlohmann::json::parse(job.out);
+    ASSERT_EQ(expected["tokens"].size(), 12u);
+    expected.erase("timings");
+    got.erase("timings");
+    EXPECT_EQ(got, expected);
 }
 
 // Two programs in one job (mpirun's "A : B"): rank 0 evaluates `first`, rank 1 `second`. Returns
