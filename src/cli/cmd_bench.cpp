@@ -118,7 +118,8 @@ int run_bench(int argc, char** argv) {
         int32_t token = random_tokens(1)[0];
         session->eval(std::span(&token, 1));  // first step allocates the caches
         const std::optional<runtime::ExpertCacheCounters> before = engine->expert_cache_counters();
-        const parallel::CollectiveCounters collectives_before = collective ? collective->counters() : parallel::CollectiveCounters{};
+        const parallel::CollectiveCounters collectives_before =
+            collective ? collective->counters() : parallel::CollectiveCounters{};
         const auto start = Clock::now();
         for (int i = 0; i < n_gen; ++i) {
             token = int32_t(rng() % uint32_t(engine->n_vocab()));
@@ -211,7 +212,8 @@ int run_bench(int argc, char** argv) {
         }
         if (collective) {
             std::printf("parallel         %d ranks; peak RSS per rank", collective->size());
-            for (size_t r = 0; r < rank_peaks.size(); ++r) std::printf("%s %.1f", r ? "," : "", rank_peaks[r] / (1 << 20));
+            for (size_t r = 0; r < rank_peaks.size(); ++r)
+                std::printf("%s %.1f", r ? "," : "", rank_peaks[r] / (1 << 20));
             std::printf(" MiB\n");
             if (n_gen > 0)
                 std::printf("collectives      %.1f per generated token, %.1f KiB received per token, %.1f%% of the "

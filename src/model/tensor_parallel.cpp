@@ -25,7 +25,8 @@ void gather_columns(parallel::Collective& collective, std::span<const float> min
     const int n_ranks = collective.size();
     std::vector<int64_t> counts(size_t(n_ranks), 0);
     for (int r = 0; r < n_ranks; ++r)
-        for (const SharedColumns& c : targets) counts[size_t(r)] += n * parallel::share_of(c.n_units, r, n_ranks).count * c.unit;
+        for (const SharedColumns& c : targets)
+            counts[size_t(r)] += n * parallel::share_of(c.n_units, r, n_ranks).count * c.unit;
     int64_t total = 0;
     for (int64_t c : counts) total += c;
     std::vector<float> all(static_cast<size_t>(total));

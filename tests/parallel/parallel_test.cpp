@@ -98,9 +98,9 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 void expect_ranks_pass(int n_ranks) {
-    const CommandResult r = run_program(
-        K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1", K3_TEST_BINARY,
-                                 "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
+    const CommandResult r =
+        run_program(K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1",
+                                             K3_TEST_BINARY, "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_EQ(count(r.out, "[  PASSED  ] 1 test"), size_t(n_ranks)) << r.out;  // every rank ran it, none skipped
 }
@@ -164,10 +164,12 @@ TEST(ParallelJob, RunOnTwoRanksSamplesWhatOneProcessSamples) {
 
 // Two programs in one job (mpirun's "A : B"): rank 0 evaluates `first`, rank 1 `second`. Returns
 // the result and checks it ended within `seconds`.
-CommandResult run_two_rank_job(const std::string& first, const std::string& second, const std::vector<std::string>& extra,
-                               double seconds) {
-    std::vector<std::string> rank0 = {"-np", "1", K3_BINARY, "eval", "-m", first, "--tokens", "1,2,3", "--parallel-mode", "tp"};
-    std::vector<std::string> rank1 = {":", "-np", "1", K3_BINARY, "eval", "-m", second, "--tokens", "1,2,3", "--parallel-mode", "tp"};
+CommandResult run_two_rank_job(const std::string& first, const std::string& second,
+                               const std::vector<std::string>& extra, double seconds) {
+    std::vector<std::string> rank0 = {"-np", "1", K3_BINARY, "eval", "-m", first, "--tokens", "1,2,3",
+                                      "--parallel-mode", "tp"};
+    std::vector<std::string> rank1 = {":", "-np", "1", K3_BINARY, "eval", "-m", second, "--tokens", "1,2,3",
+                                      "--parallel-mode", "tp"};
     rank0.insert(rank0.end(), extra.begin(), extra.end());
     rank0.insert(rank0.end(), rank1.begin(), rank1.end());
     const auto start = std::chrono::steady_clock::now();
