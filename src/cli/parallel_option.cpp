@@ -11,8 +11,8 @@ namespace k3::cli {
 void add_parallel_options(CLI::App& app, ParallelOptions& options) {
     app.add_option_function<std::string>(
            "--parallel-mode", [&options](const std::string& mode) { options.tensor_parallel = mode == "tp"; },
-           "none: this process alone; tp: one rank of an MPI job (mpirun -np N k3 ...): every dense matrix split "
-           "by rows and the routed experts by id across the ranks, identical results")
+           "none: this process alone; tp: one rank of an MPI job (mpirun -np N k3 ...): the KDA/MLA heads, every "
+           "other matrix's rows and the routed experts split across the ranks; the results one process computes")
         ->check(CLI::IsMember({"none", "tp"}))
         ->default_str("none");
     app.add_option("--parallel-timeout", options.start_timeout_s,
