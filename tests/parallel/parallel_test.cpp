@@ -84,7 +84,8 @@ TEST(ParallelRank, FixtureLogitsMatchOneProcess) {
 }
 
 #ifdef K3_MPIEXEC
-const std::vector<std::string> kMpirun = {"--oversubscribe", "--allow-run-as-root"};
+// A job that hangs fails its test after --timeout instead of stalling the suite.
+const std::vector<std::string> kMpirun = {"--oversubscribe", "--allow-run-as-root", "--timeout", "120"};
 
 std::vector<std::string> mpirun_args(std::vector<std::string> args) {
     args.insert(args.begin(), kMpirun.begin(), kMpirun.end());
