@@ -116,18 +116,20 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     const HParams& hp = ctx.hp;
     const int64_t H = w.n_head, D = w.head_dim, I = H * D, K = hp.conv_kernel;
     const size_t rows = size_t(n * I);
+    // A parallel rank's own heads (model/shard.h): their projections computed whole here.
+    const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
     // 4.1 projections: u = W x, [n][I] each
     std::vector<float> u_q(rows), u_k(rows), u_v(rows);
-    ctx.linear(w.q, x, n, u_q.data());
-    ctx.linear(w.k, x, n, u_k.data());
-    ctx.linear(w.v, x, n, u_v.data());
+    heads_ctx.linear(w.q, x, n, u_q.data());
+    heads_ctx.linear(w.k, x, n, u_k.data());
+    heads_ctx.linear(w.v, x, n, u_v.data());
     // 4.3 decay-gate input r = W_fb (W_fa x) + dt_bias: [n][I]; beta logits [n][H]; gate z [n][I]
     std::vector<float> low_rank(size_t(n * w.f_a.rows)), gate(rows), beta(size_t(n * H)), z(rows);
-    ctx.linear(w.f_a, x, n, low_rank.data());
-    ctx.linear(w.f_b, low_rank.data(), n, gate.data());
-    ctx.linear(w.beta, x, n, beta.data());
-    ctx.linear(w.g, x, n, z.data());
+    heads_ctx.linear(w.f_a, x, n, low_rank.data());
+    heads_ctx.linear(w.f_b, low_rank.data(), n, gate.data());
+    heads_ctx.linear(w.beta, x, n, beta.data());
+    heads_ctx.linear(w.g, x, n, z.data());
 
     // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
     std::vector<float> q(rows), k(rows), v(rows);
@@ -192,7 +194,7 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
         }
     kernels::multiply_sigmoid(z.data(), int64_t(rows), o.data());
     ctx.emit(layer_name(il, "kda_out"), o.data(), n, I);
-    ctx.linear(w.out, o.data(), n, out);
+    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, D, out);
 }
 
 }  // namespace k3::model

@@ -13,22 +13,24 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     const HParams& hp = ctx.hp;
     const int64_t H = w.n_head, Dk = hp.key_length_mla, Dv = hp.value_length_mla;
     const int64_t Lkv = hp.kv_lora_rank, Dr = hp.rope_dim, Dn = hp.nope_dim(), row = Lkv + Dr;
+    // A parallel rank's own heads (model/shard.h): their projections computed whole here.
+    const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
     // 1. q = W_qb · RMSNorm(W_qa · x) (LoRA) or W_q · x: [n][H][Dk], per head [q_nope | q_pe]
     std::vector<float> q(size_t(n * H * Dk));
     if (w.q_a) {
         const int64_t Lq = w.q_a->rows;
         std::vector<float> q_a(size_t(n * Lq));
-        ctx.linear(*w.q_a, x, n, q_a.data());
+        heads_ctx.linear(*w.q_a, x, n, q_a.data());
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
-        ctx.linear(*w.q_b, q_a.data(), n, q.data());
+        heads_ctx.linear(*w.q_b, q_a.data(), n, q.data());
     } else {
-        ctx.linear(*w.q, x, n, q.data());
+        heads_ctx.linear(*w.q, x, n, q.data());
     }
     // 2. kv = W_kva · x: [n][Lkv + Dr]; c = RMSNorm(kv[:Lkv]), k_pe = kv[Lkv:] (raw, no RoPE)
     std::vector<float> kv(size_t(n * row));
-    ctx.linear(w.kv_a, x, n, kv.data());
+    heads_ctx.linear(w.kv_a, x, n, kv.data());
     for (int64_t t = 0; t < n; ++t)
         kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
     for (const SequenceSlice& s : sequences)
@@ -74,11 +76,11 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     // 5. output gate o *= sigmoid(W_gate x);  6. out = W_o o
     if (w.gate) {
         std::vector<float> gate(size_t(n * H * Dv));
-        ctx.linear(*w.gate, x, n, gate.data());
+        heads_ctx.linear(*w.gate, x, n, gate.data());
         kernels::multiply_sigmoid(gate.data(), n * H * Dv, o.data());
     }
     ctx.emit(layer_name(il, "mla_out"), o.data(), n, H * Dv);
-    ctx.linear(w.out, o.data(), n, out);
+    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, Dv, out);
 }
 
 }  // namespace k3::model
