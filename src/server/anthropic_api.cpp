@@ -1,0 +1,334 @@
+#include "server/anthropic_api.h"
+
+namespace k3::server::anthropic {
+
+namespace {
+
+// The block's "type", which every content block, tool choice and thinking setting has.
+const std::string& block_type(const Json& block, const std::string& where) {
+    if (!block.is_object()) wrong_type(where, "an object");
+    return required_string(block, "type", where);
+}
+
+// cache_control marks are accepted and need nothing: k3 caches every prompt's prefixes.
+Json text_part(const Json& block, const std::string& where) {
+    refuse_unknown_members(block, {"type", "text", "cache_control", "citations"}, where + ".");
+    return {{"type", "text"}, {"text", required_string(block, "text", where)}};
+}
+
+// A string or an array of text blocks (system prompts, tool results) as chat content.
+Json text_content(const Json& content, const std::string& where) {
+    if (content.is_string()) return content;
+    if (!content.is_array()) wrong_type(where, "a string or an array of text blocks");
+    Json parts = Json::array();
+    for (size_t i = 0; i < content.size(); ++i) {
+        const std::string at = indexed(where, i);
+        if (block_type(content[i], at) != "text")
+            throw ApiError(400, at + ": only text blocks are supported here", "invalid_value");
+        parts.push_back(text_part(content[i], at));
+    }
+    return parts;
+}
+
+// A user turn: its text blocks as a user message, each tool_result as a tool message, in order.
+void add_user_turn(const Json& blocks, const std::string& where, Json& out) {
+    Json parts = Json::array();
+    auto flush = [&] {
+        if (!parts.empty()) out.push_back({{"role", "user"}, {"content", parts}});
+        parts = Json::array();
+    };
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        const std::string at = indexed(where, i);
+        const std::string& type = block_type(blocks[i], at);
+        if (type == "text") {
+            parts.push_back(text_part(blocks[i], at));
+        } else if (type == "tool_result") {
+            refuse_unknown_members(blocks[i], {"type", "tool_use_id", "content", "is_error", "cache_control"}, at + ".");
+            if (const Json* is_error = member(blocks[i], "is_error"); is_error && !is_error->is_boolean())
+                wrong_type(at + ".is_error", "a boolean");
+            const Json* content = member(blocks[i], "content");
+            flush();
+            out.push_back({{"role", "tool"},
+                           {"tool_call_id", required_string(blocks[i], "tool_use_id", at)},
+                           {"content", content ? text_content(*content, at + ".content") : Json("")}});
+        } else {
+            throw ApiError(400, at + ": block type '" + type + "' is not supported in a user turn (text, tool_result)",
+                           "invalid_value");
+        }
+    }
+    flush();
+}
+
+// An assistant turn: text as content, thinking as reasoning_content, tool_use as tool_calls.
+Json assistant_message(const Json& blocks, const std::string& where) {
+    Json parts = Json::array(), calls = Json::array();
+    std::string reasoning;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        const std::string at = indexed(where, i);
+        const std::string& type = block_type(blocks[i], at);
+        if (type == "text") {
+            parts.push_back(text_part(blocks[i], at));
+        } else if (type == "thinking") {
+            refuse_unknown_members(blocks[i], {"type", "thinking", "signature"}, at + ".");
+            reasoning += required_string(blocks[i], "thinking", at);
+        } else if (type == "tool_use") {
+            refuse_unknown_members(blocks[i], {"type", "id", "name", "input", "cache_control"}, at + ".");
+            const Json* input = member(blocks[i], "input");
+            if (!input || !input->is_object()) wrong_type(at + ".input", "an object");
+            calls.push_back({{"id", required_string(blocks[i], "id", at)},
+                             {"type", "function"},
+                             {"function", {{"name", required_string(blocks[i], "name", at)}, {"arguments", dump_json(*input)}}}});
+        } else {
+            throw ApiError(400, at + ": block type '" + type +
+                                    "' is not supported in an assistant turn (text, thinking, tool_use)",
+                           "invalid_value");
+        }
+    }
+    Json message = {{"role", "assistant"}};
+    message["content"] = !parts.empty() ? parts : calls.empty() ? Json("") : Json(nullptr);
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    if (!calls.empty()) message["tool_calls"] = calls;
+    return message;
+}
+
+Json chat_messages(const Json& body) {
+    Json out = Json::array();
+    if (const Json* system = member(body, "system"))
+        out.push_back({{"role", "system"}, {"content", text_content(*system, "system")}});
+    const Json* messages = member(body, "messages");
+    if (!messages) throw ApiError(400, "'messages' is required", "missing_field");
+    if (!messages->is_array()) wrong_type("messages", "an array");
+    if (messages->empty()) throw ApiError(400, "'messages' must not be empty", "invalid_value");
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const Json& message = (*messages)[i];
+        const std::string at = indexed("messages", i);
+        if (!message.is_object()) wrong_type(at, "an object");
+        refuse_unknown_members(message, {"role", "content"}, at + ".");
+        const std::string& role = required_string(message, "role", at);
+        if (role != "user" && role != "assistant")
+            throw ApiError(400, at + ".role must be \"user\" or \"assistant\" (the system prompt is 'system')",
+                           "invalid_value");
+        const Json* content = member(message, "content");
+        if (!content) throw ApiError(400, at + " needs 'content'", "missing_field");
+        if (content->is_string()) {
+            out.push_back({{"role", role}, {"content", *content}});
+        } else if (!content->is_array()) {
+            wrong_type(at + ".content", "a string or an array of content blocks");
+        } else if (role == "user") {
+            add_user_turn(*content, at + ".content", out);
+        } else {
+            out.push_back(assistant_message(*content, at + ".content"));
+        }
+    }
+    return out;
+}
+
+Json chat_tools(const Json& tools) {
+    if (!tools.is_array()) wrong_type("tools", "an array");
+    Json out = Json::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const std::string at = indexed("tools", i);
+        if (!tools[i].is_object()) wrong_type(at, "an object");
+        if (const Json* type = member(tools[i], "type"); type && *type != "custom")
+            throw ApiError(400, at + ": tool type " + type->dump() + " is not supported (client tools only)",
+                           "invalid_value");
+        refuse_unknown_members(tools[i], {"type", "name", "description", "input_schema", "cache_control"}, at + ".");
+        Json function = {{"name", required_string(tools[i], "name", at)}};
+        if (member(tools[i], "description")) function["description"] = required_string(tools[i], "description", at);
+        const Json* schema = member(tools[i], "input_schema");
+        if (!schema || !schema->is_object()) wrong_type(at + ".input_schema", "an object (a JSON schema)");
+        function["parameters"] = *schema;
+        out.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    return out;
+}
+
+// auto / any / tool / none as chat's "auto" / "required" / a named function / "none".
+void add_tool_choice(const Json& choice, Json& chat) {
+    const std::string& type = block_type(choice, "tool_choice");
+    refuse_unknown_members(choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice.");
+    if (const Json* serial = member(choice, "disable_parallel_tool_use")) {
+        if (!serial->is_boolean()) wrong_type("tool_choice.disable_parallel_tool_use", "a boolean");
+        chat["parallel_tool_calls"] = !serial->get<bool>();
+    }
+    if (type == "auto" || type == "none") {
+        chat["tool_choice"] = type;
+    } else if (type == "any") {
+        chat["tool_choice"] = "required";
+    } else if (type == "tool") {
+        chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", required_string(choice, "name", "tool_choice")}}}};
+    } else {
+        throw ApiError(400, "tool_choice.type must be auto, any, tool or none", "invalid_value");
+    }
+}
+
+// Extended thinking on or off; off when not asked for, as Anthropic's models answer by default.
+bool thinking_enabled(const Json& body) {
+    const Json* thinking = member(body, "thinking");
+    if (!thinking) return false;
+    const std::string& type = block_type(*thinking, "thinking");
+    refuse_unknown_members(*thinking, {"type", "budget_tokens"}, "thinking.");
+    if (type == "disabled") return false;
+    if (type != "enabled") throw ApiError(400, "thinking.type must be \"enabled\" or \"disabled\"", "invalid_value");
+    const Json* budget = member(*thinking, "budget_tokens");
+    if (!budget || !budget->is_number_integer() || budget->get<int64_t>() < 1024)
+        throw ApiError(400, "thinking.budget_tokens must be an integer >= 1024", "invalid_value");
+    const Json* max_tokens = member(body, "max_tokens");
+    if (max_tokens && max_tokens->is_number_integer() && budget->get<int64_t>() >= max_tokens->get<int64_t>())
+        throw ApiError(400, "thinking.budget_tokens must be less than max_tokens", "invalid_value");
+    return true;
+}
+
+const char* error_type(int status) {
+    switch (status) {
+        case 401: return "authentication_error";
+        case 403: return "permission_error";
+        case 404: return "not_found_error";
+        case 413: return "request_too_large";
+        case 429: return "rate_limit_error";
+        case 503: return "overloaded_error";
+        default: return status >= 500 ? "api_error" : "invalid_request_error";
+    }
+}
+
+}  // namespace
+
+Json chat_request(const Json& body, bool count_tokens) {
+    if (count_tokens)
+        refuse_unknown_members(body, {"model", "messages", "system", "tools", "tool_choice", "thinking"}, "");
+    else
+        refuse_unknown_members(body, {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences",
+                                      "temperature", "top_p", "top_k", "thinking", "metadata", "stream"}, "");
+    Json chat = {{"messages", chat_messages(body)}};
+    if (const Json* tools = member(body, "tools")) chat["tools"] = chat_tools(*tools);
+    if (const Json* choice = member(body, "tool_choice")) add_tool_choice(*choice, chat);
+    chat["chat_template_kwargs"] = {{"thinking", thinking_enabled(body)}};
+    if (count_tokens) return chat;
+
+    if (!member(body, "max_tokens")) throw ApiError(400, "'max_tokens' is required", "missing_field");
+    if (const Json* stops = member(body, "stop_sequences")) {
+        if (!stops->is_array()) wrong_type("stop_sequences", "an array of strings");
+        for (const Json& stop : *stops)
+            if (!stop.is_string()) wrong_type("stop_sequences", "an array of strings");
+        chat["stop"] = *stops;
+    }
+    // Anthropic uses metadata.user_id against abuse; k3 has no use for it.
+    if (const Json* metadata = member(body, "metadata")) {
+        if (!metadata->is_object()) wrong_type("metadata", "an object");
+        refuse_unknown_members(*metadata, {"user_id"}, "metadata.");
+    }
+    // Validated by the chat path under the same names.
+    for (const char* key : {"model", "max_tokens", "temperature", "top_p", "top_k", "stream"})
+        if (const Json* value = member(body, key)) chat[key] = *value;
+    return chat;
+}
+
+MessageFormat::MessageFormat(std::shared_ptr<ResponseChannel> channel, bool stream, std::string id, std::string model,
+                             int64_t n_prompt)
+    : BlockAnswer(std::move(channel), stream, std::move(id)), model_(std::move(model)), n_prompt_(n_prompt) {}
+
+std::string MessageFormat::call_id(size_t index) const {
+    return "toolu_" + id_.substr(id_.find('_') + 1) + "_" + std::to_string(index);
+}
+
+void MessageFormat::send(const Json& event) { send_event(event["type"].get<std::string>(), event); }
+
+void MessageFormat::begin() {
+    if (!stream_) return;
+    channel_->start_stream("text/event-stream");
+    send({{"type", "message_start"},
+          {"message", {{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_},
+                       {"content", Json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
+                       {"usage", {{"input_tokens", n_prompt_}, {"output_tokens", 0}}}}}});
+    send({{"type", "ping"}});
+}
+
+void MessageFormat::block_opened(size_t index) {
+    const AnswerBlock& block = blocks_[index];
+    Json start;
+    switch (block.kind) {
+        case AnswerBlock::Kind::reasoning: start = {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}; break;
+        case AnswerBlock::Kind::text: start = {{"type", "text"}, {"text", ""}}; break;
+        case AnswerBlock::Kind::tool_call:
+            start = {{"type", "tool_use"}, {"id", block.call_id}, {"name", block.name}, {"input", Json::object()}};
+            break;
+    }
+    send({{"type", "content_block_start"}, {"index", index}, {"content_block", std::move(start)}});
+}
+
+void MessageFormat::block_grew(size_t index, const std::string& piece) {
+    Json delta;
+    switch (blocks_[index].kind) {
+        case AnswerBlock::Kind::reasoning: delta = {{"type", "thinking_delta"}, {"thinking", piece}}; break;
+        case AnswerBlock::Kind::text: delta = {{"type", "text_delta"}, {"text", piece}}; break;
+        case AnswerBlock::Kind::tool_call: delta = {{"type", "input_json_delta"}, {"partial_json", piece}}; break;
+    }
+    send({{"type", "content_block_delta"}, {"index", index}, {"delta", std::move(delta)}});
+}
+
+void MessageFormat::block_closed(size_t index) { send({{"type", "content_block_stop"}, {"index", index}}); }
+
+void MessageFormat::finish(const runtime::GenerationSummary& summary, const std::string& stop_sequence) {
+    const bool cut = summary.finish == runtime::FinishReason::length || summary.finish == runtime::FinishReason::context;
+    const char* stop_reason = cut                     ? "max_tokens"
+                              : !stop_sequence.empty() ? "stop_sequence"
+                              : has_tool_call()        ? "tool_use"
+                                                       : "end_turn";
+    const Json stopped = stop_sequence.empty() ? Json(nullptr) : Json(stop_sequence);
+    // Anthropic counts prompt tokens read from its cache apart from input_tokens.
+    const Json usage = {{"input_tokens", summary.n_prompt - summary.n_cached},
+                        {"cache_creation_input_tokens", 0},
+                        {"cache_read_input_tokens", summary.n_cached},
+                        {"output_tokens", summary.n_generated}};
+    if (stream_) {
+        close_open_block();
+        send({{"type", "message_delta"}, {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stopped}}},
+              {"usage", usage}});
+        send({{"type", "message_stop"}});
+        return channel_->finish();
+    }
+    Json content = Json::array();
+    for (const AnswerBlock& block : blocks_) {
+        switch (block.kind) {
+            case AnswerBlock::Kind::reasoning:
+                content.push_back({{"type", "thinking"}, {"thinking", block.text}, {"signature", ""}});
+                break;
+            case AnswerBlock::Kind::text: content.push_back({{"type", "text"}, {"text", block.text}}); break;
+            case AnswerBlock::Kind::tool_call: {
+                // The output parser's arguments are always a JSON object.
+                Json input = Json::parse(block.text, nullptr, /*allow_exceptions=*/false);
+                content.push_back({{"type", "tool_use"}, {"id", block.call_id}, {"name", block.name},
+                                   {"input", input.is_object() ? input : Json::object()}});
+                break;
+            }
+        }
+    }
+    const Json message = {{"id", id_}, {"type", "message"}, {"role", "assistant"}, {"model", model_},
+                          {"content", std::move(content)}, {"stop_reason", stop_reason},
+                          {"stop_sequence", stopped}, {"usage", usage}};
+    channel_->respond(HttpResponse{200, "application/json", dump_json(message), {}});
+}
+
+void MessageFormat::fail(int status, const std::string& message, const std::string&) {
+    if (!stream_) return channel_->respond(error_response(status, message));
+    send({{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}});
+    channel_->finish();
+}
+
+HttpResponse error_response(int status, const std::string& message) {
+    const Json body = {{"type", "error"}, {"error", {{"type", error_type(status)}, {"message", message}}}};
+    return HttpResponse{status, "application/json", dump_json(body), {}};
+}
+
+HttpResponse reshape_error(const HttpResponse& openai_error) {
+    const Json body = Json::parse(openai_error.body, nullptr, /*allow_exceptions=*/false);
+    const Json* error = body.is_object() ? member(body, "error") : nullptr;
+    const Json* message = error && error->is_object() ? member(*error, "message") : nullptr;
+    HttpResponse reshaped = error_response(openai_error.status, message && message->is_string()
+                                                                    ? message->get<std::string>()
+                                                                    : openai_error.body);
+    reshaped.headers = openai_error.headers;
+    return reshaped;
+}
+
+}  // namespace k3::server::anthropic
