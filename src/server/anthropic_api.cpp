@@ -124,23 +124,14 @@ Json chat_messages(const Json& body) {
 }
 
 Json chat_tools(const Json& tools) {
-    if (!tools.is_array()) wrong_type("tools", "an array");
-    Json out = Json::array();
-    for (size_t i = 0; i < tools.size(); ++i) {
-        const std::string at = indexed("tools", i);
-        if (!tools[i].is_object()) wrong_type(at, "an object");
-        if (const Json* type = member(tools[i], "type"); type && *type != "custom")
+    return chat_function_tools(tools, "input_schema", [](const Json& tool, const std::string& at) {
+        if (const Json* type = member(tool, "type"); type && *type != "custom")
             throw ApiError(400, at + ": tool type " + type->dump() + " is not supported (client tools only)",
                            "invalid_value");
-        refuse_unknown_members(tools[i], {"type", "name", "description", "input_schema", "cache_control"}, at + ".");
-        Json function = {{"name", required_string(tools[i], "name", at)}};
-        if (member(tools[i], "description")) function["description"] = required_string(tools[i], "description", at);
-        const Json* schema = member(tools[i], "input_schema");
+        refuse_unknown_members(tool, {"type", "name", "description", "input_schema", "cache_control"}, at + ".");
+        const Json* schema = member(tool, "input_schema");
         if (!schema || !schema->is_object()) wrong_type(at + ".input_schema", "an object (a JSON schema)");
-        function["parameters"] = *schema;
-        out.push_back({{"type", "function"}, {"function", std::move(function)}});
-    }
-    return out;
+    });
 }
 
 // auto / any / tool / none as chat's "auto" / "required" / a named function / "none".

@@ -34,6 +34,22 @@ void refuse_unknown_members(const Json& object, const std::set<std::string_view>
             throw ApiError(400, "'" + where + key + "' is not supported by k3 on this endpoint", "unsupported_field");
 }
 
+Json chat_function_tools(const Json& tools, const char* schema_key,
+                         const std::function<void(const Json& tool, const std::string& where)>& check) {
+    if (!tools.is_array()) wrong_type("tools", "an array");
+    Json out = Json::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const std::string at = indexed("tools", i);
+        if (!tools[i].is_object()) wrong_type(at, "an object");
+        check(tools[i], at);
+        Json function = {{"name", required_string(tools[i], "name", at)}};
+        if (member(tools[i], "description")) function["description"] = required_string(tools[i], "description", at);
+        if (const Json* schema = member(tools[i], schema_key)) function["parameters"] = *schema;
+        out.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    return out;
+}
+
 namespace {
 
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,6 +81,12 @@ std::string indexed(const std::string& where, size_t index);
 const std::string& required_string(const Json& object, const char* key, const std::string& where);
 // 400 naming the first member of `object` not in `known`; `where` prefixes its name ("tools[2].").
 void refuse_unknown_members(const Json& object, const std::set<std::string_view>& known, const std::string& where);
+
+// Flat tool declarations ({name, description, SCHEMA_KEY: schema}, as Anthropic's and the Responses
+// API's are) as chat's [{"type": "function", "function": {name, description, parameters}}];
+// `check` refuses (ApiError) what the API does not allow in tool `where` before it is read.
+Json chat_function_tools(const Json& tools, const char* schema_key,
+                         const std::function<void(const Json& tool, const std::string& where)>& check);
 
 // Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
 std::string dump_json(const Json& json);

@@ -119,21 +119,12 @@ Json chat_messages(const Json& body) {
 }
 
 Json chat_tools(const Json& tools) {
-    if (!tools.is_array()) wrong_type("tools", "an array");
-    Json out = Json::array();
-    for (size_t i = 0; i < tools.size(); ++i) {
-        const std::string at = indexed("tools", i);
-        if (!tools[i].is_object()) wrong_type(at, "an object");
-        const std::string& type = required_string(tools[i], "type", at);
+    return chat_function_tools(tools, "parameters", [](const Json& tool, const std::string& at) {
+        const std::string& type = required_string(tool, "type", at);
         if (type != "function")
             throw ApiError(400, at + ": tool type '" + type + "' is not supported (function tools only)", "invalid_value");
-        refuse_unknown_members(tools[i], {"type", "name", "description", "parameters", "strict"}, at + ".");
-        Json function = {{"name", required_string(tools[i], "name", at)}};
-        if (member(tools[i], "description")) function["description"] = required_string(tools[i], "description", at);
-        if (const Json* parameters = member(tools[i], "parameters")) function["parameters"] = *parameters;
-        out.push_back({{"type", "function"}, {"function", std::move(function)}});
-    }
-    return out;
+        refuse_unknown_members(tool, {"type", "name", "description", "parameters", "strict"}, at + ".");
+    });
 }
 
 // "auto" / "none" / "required" pass; {"type": "function", "name"} becomes chat's nested form.
