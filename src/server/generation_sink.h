@@ -1,7 +1,8 @@
 // One generation request's answer, built as tokens arrive (on the scheduler thread): detokenized,
 // cut at stop strings, split into reasoning / content / tool calls for chat, and shaped as
 // OpenAI's chat.completion(.chunk), text_completion, or llama.cpp's /completion answer, whole
-// or as server-sent events, into a ResponseChannel.
+// or as server-sent events, into a ResponseChannel; for the agent APIs the parsed answer goes to
+// an AnswerFormat that shapes it instead.
 #pragma once
 
 #include <cstdint>
