@@ -2,7 +2,8 @@
 // path: a request is translated into the equivalent chat-completions body (system prompt,
 // text / tool_use / tool_result blocks, tools, tool_choice, thinking) and then validated, rendered
 // and sampled exactly as /v1/chat/completions is; the answer comes back as Anthropic's message,
-// whole or as its stream of events, and errors in Anthropic's shape.
+// whole or as its stream of events, and errors in Anthropic's shape. The translation is in
+// anthropic_request.cpp (which depends on request parsing alone, so that it can be fuzzed).
 #pragma once
 
 #include <cstdint>

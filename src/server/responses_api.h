@@ -3,7 +3,8 @@
 // `reasoning.effort` are translated into the equivalent chat-completions body, then validated,
 // rendered and sampled exactly as /v1/chat/completions is (grammars included); the answer comes
 // back as a "response" object with output items, whole or as its stream of events. k3 keeps no
-// responses: `store: true` and `previous_response_id` are refused by name.
+// responses: `store: true` and `previous_response_id` are refused by name. The translation is in
+// responses_request.cpp (request parsing alone, so that it can be fuzzed).
 #pragma once
 
 #include <cstdint>
