@@ -47,7 +47,7 @@ int run_serve(int argc, char** argv) {
     app.add_option("-t,--threads", options.threads, "worker threads (0: all hardware threads)")->check(thread_count());
     std::string api_key_file;
     auto* api_key = app.add_option("--api-key", options.api_key,
-                                   "require 'Authorization: Bearer KEY' (all but /health; empty: none); also $K3_API_KEY")
+                                   "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all but /health; empty: none); also $K3_API_KEY")
                         ->envname("K3_API_KEY");
     app.add_option("--api-key-file", api_key_file, "read the API key from the first line of this file (not shown by ps)")
         ->excludes(api_key);

@@ -7,7 +7,9 @@
 
 #include "gguf/gguf_file.h"
 #include "runtime/engine.h"
+#include "server/anthropic_api.h"
 #include "server/generation_sink.h"
+#include "server/responses_api.h"
 #include "text/bundled_template.h"
 #include "text/chat_prompt.h"
 
@@ -16,16 +18,15 @@ namespace k3::server {
 namespace {
 
 constexpr const char* kPaths[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                                  "/completion", "/tokenize", "/detokenize", "/slots"};
+                                  "/completion", "/tokenize", "/detokenize", "/slots", "/v1/messages",
+                                  "/v1/messages/count_tokens", "/v1/responses"};
 
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 
-std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-HttpResponse json_response(const Json& body) { return HttpResponse{200, "application/json", dump(body), {}}; }
+HttpResponse json_response(const Json& body) { return HttpResponse{200, "application/json", dump_json(body), {}}; }
 
 // Equal strings compare in a time that does not depend on where they first differ.
 bool same_secret(const std::string& a, const std::string& b) {
@@ -68,12 +69,17 @@ Reply Api::handle(const HttpRequest& request) {
     } catch (const std::exception& e) {
         reply.response = error_response(500, e.what(), "server_error", "internal_error");
     }
+    // Anthropic's clients read errors in Anthropic's shape.
+    if (request.path.starts_with("/v1/messages") && !reply.channel && reply.response.status >= 400)
+        reply.response = anthropic::reshape_error(reply.response);
     count(request.path, reply.channel ? 200 : reply.response.status);
     return reply;
 }
 
 bool Api::authorized(const HttpRequest& request) const {
-    return options_.api_key.empty() || same_secret(request.authorization, "Bearer " + options_.api_key);
+    // Anthropic's clients send the key as x-api-key.
+    return options_.api_key.empty() || same_secret(request.authorization, "Bearer " + options_.api_key) ||
+           same_secret(request.api_key, options_.api_key);
 }
 
 Reply Api::route(const HttpRequest& request) {
@@ -87,7 +93,7 @@ Reply Api::route(const HttpRequest& request) {
         return {json_response({{"status", "ok"}}), nullptr};
     }
     if (!authorized(request)) {
-        HttpResponse denied = error_response(401, "missing or wrong API key (Authorization: Bearer KEY)",
+        HttpResponse denied = error_response(401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
                                              "invalid_request_error", "invalid_api_key");
         denied.headers.emplace_back("WWW-Authenticate", "Bearer");
         return {denied, nullptr};
@@ -95,6 +101,9 @@ Reply Api::route(const HttpRequest& request) {
     if (path == "/v1/chat/completions") return expect("POST"), generate(request, Endpoint::chat);
     if (path == "/v1/completions") return expect("POST"), generate(request, Endpoint::completions);
     if (path == "/completion") return expect("POST"), generate(request, Endpoint::llama_completion);
+    if (path == "/v1/messages") return expect("POST"), generate_answer(request, AgentApi::anthropic_messages);
+    if (path == "/v1/messages/count_tokens") return expect("POST"), Reply{count_message_tokens(request), nullptr};
+    if (path == "/v1/responses") return expect("POST"), generate_answer(request, AgentApi::openai_responses);
     if (path == "/v1/models") return expect("GET"), Reply{models(), nullptr};
     if (path == "/metrics") return expect("GET"), Reply{metrics(), nullptr};
     if (path == "/tokenize") return expect("POST"), Reply{tokenize(request), nullptr};
@@ -156,6 +165,52 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
     } else {
         prompt = encode_prompt(parse_prompt(body, "prompt"));
     }
+    runtime::GenerationRequest job_request = prepare_job(params, chat ? &*chat : nullptr, std::move(prompt));
+    auto channel = std::make_shared<ResponseChannel>();
+    const char* prefix = endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-";
+    auto sink = std::make_shared<GenerationSink>(endpoint, tokenizer_, channel,
+                                                 ResponseIdentity{prefix + next_id(), options_.model_name, unix_now()},
+                                                 params, chat ? &*chat : nullptr);
+    return submit(std::move(job_request), sink, channel);
+}
+
+Reply Api::generate_answer(const HttpRequest& request, AgentApi api) {
+    const Json body = parse_body(request.body);
+    const bool anthropic = api == AgentApi::anthropic_messages;
+    std::optional<responses::Translation> translation;
+    if (!anthropic) translation = responses::chat_request(body);
+    const Json chat_body = anthropic ? anthropic::chat_request(body, /*count_tokens=*/false) : translation->chat;
+    GenerationParams params = parse_generation_params(chat_body, Endpoint::chat, options_.sampling_defaults);
+    ChatInput chat = parse_chat_input(chat_body);
+    // Forced tool use answers with the call alone, as the agent APIs' own servers do (Anthropic
+    // prefills the call; a Responses answer under "required" is its function calls).
+    chat.text_before_forced_call = false;
+    runtime::GenerationRequest job_request = prepare_job(params, &chat, encode_chat(chat));
+    auto channel = std::make_shared<ResponseChannel>();
+    std::unique_ptr<AnswerFormat> format;
+    if (anthropic)
+        format = std::make_unique<anthropic::MessageFormat>(channel, params.stream, "msg_" + next_id(),
+                                                            options_.model_name, int64_t(job_request.prompt.size()));
+    else
+        format = std::make_unique<responses::ResponseFormat>(channel, params.stream, "resp_" + next_id(),
+                                                             options_.model_name, unix_now(), translation->echo);
+    return submit(std::move(job_request), std::make_shared<GenerationSink>(tokenizer_, std::move(format), params, chat),
+                  channel);
+}
+
+HttpResponse Api::count_message_tokens(const HttpRequest& request) const {
+    const ChatInput chat = parse_chat_input(anthropic::chat_request(parse_body(request.body), /*count_tokens=*/true));
+    return json_response({{"input_tokens", encode_chat(chat).size()}});
+}
+
+std::string Api::next_id() {
+    char id[32];
+    std::snprintf(id, sizeof id, "%08llx", (unsigned long long)next_id_.fetch_add(1));
+    return id;
+}
+
+runtime::GenerationRequest Api::prepare_job(GenerationParams& params, const ChatInput* chat,
+                                            std::vector<int32_t> prompt) const {
     if (prompt.empty()) throw ApiError(400, "the prompt has no tokens", "invalid_value");
     for (int32_t id : prompt)
         if (id >= engine_.n_vocab())
@@ -184,21 +239,18 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
     job_request.cache_prompt = params.cache_prompt;
     job_request.prompt = std::move(prompt);
     job_request.params.sampling = params.sampling;
-    if (auto grammar = output_constraint_.for_request(params, chat ? &*chat : nullptr)) {
+    if (auto grammar = output_constraint_.for_request(params, chat)) {
         if (params.ignore_eos) throw ApiError(400, "'ignore_eos' cannot be combined with a grammar or schema", "invalid_value");
         job_request.params.sampling.grammar = std::move(grammar);
         job_request.params.sampling.vocabulary = output_constraint_.vocabulary();
     }
     job_request.params.max_tokens = params.max_tokens.value_or(-1);
     if (!params.ignore_eos) job_request.params.stop_ids = tokenizer_.end_of_generation_ids();
+    return job_request;
+}
 
-    auto channel = std::make_shared<ResponseChannel>();
-    char id[32];
-    std::snprintf(id, sizeof id, "%08llx", (unsigned long long)next_id_.fetch_add(1));
-    const char* prefix = endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-";
-    auto sink = std::make_shared<GenerationSink>(endpoint, tokenizer_, channel,
-                                                 ResponseIdentity{prefix + std::string(id), options_.model_name, unix_now()},
-                                                 params, chat ? &*chat : nullptr);
+Reply Api::submit(runtime::GenerationRequest job_request, const std::shared_ptr<GenerationSink>& sink,
+                  const std::shared_ptr<ResponseChannel>& channel) {
     // The stream head goes into the channel before the first token can; if the request is
     // refused below, the channel is dropped unseen.
     sink->begin();

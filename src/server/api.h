@@ -23,6 +23,8 @@ namespace k3::runtime { class Engine; }
 
 namespace k3::server {
 
+class GenerationSink;
+
 struct ApiOptions {
     std::string model_name;  // answered as "model" and listed by /v1/models
     std::string api_key;     // empty: no authentication
@@ -42,6 +44,16 @@ public:
 private:
     Reply route(const HttpRequest& request);
     Reply generate(const HttpRequest& request, Endpoint endpoint);
+    // Anthropic's /v1/messages or OpenAI's /v1/responses, through the chat path.
+    enum class AgentApi { anthropic_messages, openai_responses };
+    Reply generate_answer(const HttpRequest& request, AgentApi api);
+    // The checks and limits every generation passes, and the job they make.
+    runtime::GenerationRequest prepare_job(GenerationParams& params, const ChatInput* chat,
+                                           std::vector<int32_t> prompt) const;
+    Reply submit(runtime::GenerationRequest job_request, const std::shared_ptr<GenerationSink>& sink,
+                 const std::shared_ptr<ResponseChannel>& channel);
+    std::string next_id();  // unique in this server's life, for response ids
+    HttpResponse count_message_tokens(const HttpRequest& request) const;
     std::vector<int32_t> encode_prompt(const std::vector<PromptPiece>& pieces) const;
     // The chat rendered and tokenized; special-token text inside messages stays plain text.
     std::vector<int32_t> encode_chat(const ChatInput& input) const;

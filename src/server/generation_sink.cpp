@@ -4,12 +4,6 @@
 
 namespace k3::server {
 
-namespace {
-
-std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-}  // namespace
-
 GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer,
                                std::shared_ptr<ResponseChannel> channel, ResponseIdentity identity,
                                const GenerationParams& params, const ChatInput* chat)
@@ -27,17 +21,24 @@ GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokeniz
                         nlohmann::json::parse(chat->tools.dump()));
 }
 
+GenerationSink::GenerationSink(const text::Tokenizer& tokenizer, std::unique_ptr<AnswerFormat> format,
+                               const GenerationParams& params, const ChatInput& chat)
+    : GenerationSink(Endpoint::chat, tokenizer, nullptr, {}, params, &chat) {
+    format_ = std::move(format);
+}
+
 void GenerationSink::begin() {
+    if (format_) return format_->begin();
     if (!stream_) return;
     channel_->start_stream("text/event-stream");
     if (endpoint_ == Endpoint::chat) send_event(chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
 }
 
 void GenerationSink::send_event(const Json& event) {
-    if (!want_logprobs_) return channel_->send("data: " + dump(event) + "\n\n");
+    if (!want_logprobs_) return channel_->send("data: " + dump_json(event) + "\n\n");
     Json with_logprobs = event;
     attach_logprobs(with_logprobs);
-    channel_->send("data: " + dump(with_logprobs) + "\n\n");
+    channel_->send("data: " + dump_json(with_logprobs) + "\n\n");
 }
 
 void GenerationSink::attach_logprobs(Json& event) {
@@ -134,6 +135,7 @@ void GenerationSink::route(const std::string& text) {
 }
 
 void GenerationSink::emit(const text::OutputDelta& delta) {
+    if (format_) return format_->add(delta);
     reasoning_ += delta.reasoning;
     content_ += delta.content;
     if (stream_ && !delta.reasoning.empty()) send_event(chat_chunk({{"reasoning_content", delta.reasoning}}, nullptr));
@@ -189,7 +191,7 @@ HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& su
                                           {"finish_reason", finish_reason(summary)}}})},
                 {"usage", usage(summary)}};
     }
-    return HttpResponse{200, "application/json", dump(body), {}};
+    return HttpResponse{200, "application/json", dump_json(body), {}};
 }
 
 void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
@@ -200,6 +202,7 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
         const std::string message = cancelled ? "generation cut short: the server is shutting down"
                                               : "generation failed: " + summary.error;
         const char* code = cancelled ? "server_shutdown" : "generation_failed";
+        if (format_) return format_->fail(cancelled ? 503 : 500, message, code);
         if (!stream_) return channel_->respond(error_response(cancelled ? 503 : 500, message, "server_error", code));
         send_event({{"error", {{"message", message}, {"type", "server_error"}, {"code", code}}}});
         if (endpoint_ != Endpoint::llama_completion) channel_->send("data: [DONE]\n\n");
@@ -225,12 +228,13 @@ void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
                                   {"first_token_ms", summary.first_token_ms},
                                   {"total_ms", summary.total_ms}}}};
         if (want_logprobs_ && !stream_) last["completion_probabilities"] = logprobs(0);
-        if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump(last), {}});
+        if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump_json(last), {}});
         send_event(last);
         return channel_->finish();
     }
     route(rest);
     if (parser_) emit(parser_->finish());
+    if (format_) return format_->finish(summary, stops_.matched());
     if (!stream_) return channel_->respond(whole_response(summary));
     if (endpoint_ == Endpoint::chat) {
         send_event(chat_chunk(Json::object(), finish_reason(summary)));

@@ -1,7 +1,8 @@
 // One generation request's answer, built as tokens arrive (on the scheduler thread): detokenized,
 // cut at stop strings, split into reasoning / content / tool calls for chat, and shaped as
 // OpenAI's chat.completion(.chunk), text_completion, or llama.cpp's /completion answer, whole
-// or as server-sent events, into a ResponseChannel.
+// or as server-sent events, into a ResponseChannel; for the agent APIs the parsed answer goes to
+// an AnswerFormat that shapes it instead.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/scheduler.h"
+#include "server/answer_format.h"
 #include "server/http_types.h"
 #include "server/request_parsing.h"
 #include "text/output_parser.h"
@@ -33,6 +35,9 @@ public:
     // output parser should know.
     GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer, std::shared_ptr<ResponseChannel> channel,
                    ResponseIdentity identity, const GenerationParams& params, const ChatInput* chat);
+    // A chat answer in an agent API's shape: `format` writes the channel.
+    GenerationSink(const text::Tokenizer& tokenizer, std::unique_ptr<AnswerFormat> format,
+                   const GenerationParams& params, const ChatInput& chat);
 
     // For streams: the response head and, for chat, the opening chunk (role "assistant").
     void begin();
@@ -67,6 +72,7 @@ private:
     bool want_logprobs_;
     std::vector<runtime::SampledToken> sampled_;  // with logprobs, every generated token
     size_t logprobs_streamed_ = 0;                // of sampled_
+    std::unique_ptr<AnswerFormat> format_;        // agent APIs: the answer's shape
 };
 
 }  // namespace k3::server

@@ -355,6 +355,7 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
         request.path = target.substr(0, target.find('?'));
         if (const size_t mark = target.find('?'); mark != std::string::npos) request.query = target.substr(mark + 1);
         request.authorization = std::string(message[http::field::authorization]);
+        request.api_key = std::string(message["x-api-key"]);
         request.body = message.body();
         const bool keep_alive = message.keep_alive();
 

@@ -16,6 +16,7 @@ struct HttpRequest {
     std::string path;           // target without the query string
     std::string query;          // what follows '?' in the target, if anything
     std::string authorization;  // the Authorization header, if any
+    std::string api_key;        // the x-api-key header (Anthropic's clients), if any
     std::string body;
 };
 
