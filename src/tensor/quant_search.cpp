@@ -182,4 +182,70 @@ float search_asymmetric_scale(int n, const AsymmetricSearch& search, const float
     return scale;
 }
 
+float search_positive_scale(int n, int nmax, const float* x, const float* weights, uint8_t* L) {
+    float max = 0;
+    for (int i = 0; i < n; ++i) max = max > x[i] ? max : x[i];
+    if (max < kGroupMaxEps) {
+        std::fill(L, L + n, uint8_t(0));
+        return 0.f;
+    }
+    // The levels are stored as uint8 as ggml stores them: x may hold one negative value (an IQ2
+    // sign flip), whose level wraps there, and the wrapped value is what the errors below use.
+    float iscale = nmax / max;
+    for (int i = 0; i < n; ++i) L[i] = uint8_t(nearest_int(iscale * x[i]));
+    float best_mse = 0;
+    {
+        const float scale = 1 / iscale;
+        for (int i = 0; i < n; ++i) {
+            const float diff = x[i] - scale * L[i];
+            best_mse += weights[i] * diff * diff;
+        }
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0) continue;
+        const float iscale_is = (0.1f * is + nmax) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::min(nmax, nearest_int(iscale_is * x[i]));
+            const float diff = x[i] - scale_is * l;
+            mse += weights[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = std::min(nmax, nearest_int(iscale * x[i]));
+        L[i] = uint8_t(l);
+        sumlx += weights[i] * x[i] * l;
+        suml2 += weights[i] * l * l;
+    }
+    for (int pass = 0; pass < 5; ++pass) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = weights[i];
+            float slx = sumlx - w * x[i] * L[i];
+            float sl2 = suml2 - w * L[i] * L[i];
+            if (slx > 0 && sl2 > 0) {
+                const int new_l = std::min(nmax, nearest_int(x[i] * sl2 / slx));
+                if (new_l != L[i]) {
+                    slx += w * x[i] * new_l;
+                    sl2 += w * new_l * new_l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = uint8_t(new_l);
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (n_changed == 0) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
 }  // namespace k3::tensor

@@ -51,4 +51,9 @@ struct AsymmetricSearch {
 float search_asymmetric_scale(int n, const AsymmetricSearch& search, const float* x,
                               const float* weights, uint8_t* L, float* min_out);
 
+// Levels l in [0, nmax] for non-negative x with importance weights: x ≈ scale·l (ggml
+// make_qp_quants). Tries 9 scales around nmax/max, then moves one level at a time while the
+// weighted fit improves. Writes L and returns the scale.
+float search_positive_scale(int n, int nmax, const float* x, const float* weights, uint8_t* L);
+
 }  // namespace k3::tensor
