@@ -40,18 +40,18 @@ int nearest_table_index(const int8_t* values, float x) {
     return index;
 }
 
-float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
+float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L, const float* weights) {
     const SignedMax m = signed_max(n, x);
     if (m.abs_max < kGroupMaxEps) {
         std::fill(L, L + n, int8_t(0));
         return 0.f;
     }
-    // Weighted least squares over levels l for scale s: s = Σw·x·l / Σw·l², w = x².
+    // Weighted least squares over levels l for scale s: s = Σw·x·l / Σw·l² (w = x² by default).
     auto fit = [&](float iscale, float& sumlx, float& suml2) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; ++i) {
             const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = weights ? weights[i] : x[i] * x[i];
             sumlx += w * x[i] * l;
             suml2 += w * l * l;
         }

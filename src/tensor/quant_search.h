@@ -31,9 +31,10 @@ inline int32_t truncate_like_x86(float value) {
 // the upper entry (2x is compared with the sum of neighbours, both exact in f32).
 int nearest_table_index(const int8_t* values, float x);
 
-// Symmetric levels l in [-nmax, nmax) for n values with weights x², trying 19 scales around
-// nmax/max|x| (ggml make_qx_quants, rmse_type 1). Writes L = l + nmax; returns the scale.
-float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L);
+// Symmetric levels l in [-nmax, nmax) for n values with weights x² (or `weights` if given),
+// trying 19 scales around nmax/max|x| (ggml make_qx_quants, rmse_type 1). Writes L = l + nmax;
+// returns the scale.
+float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L, const float* weights = nullptr);
 
 // As above with iterative per-value refinement (ggml make_q3_quants with do_rmse). L = l + nmax.
 float search_symmetric_scale_refined(int n, int nmax, const float* x, int8_t* L);

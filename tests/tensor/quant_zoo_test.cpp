@@ -1,7 +1,8 @@
 // The community quantization types against fixtures/quants (llama.cpp's own bytes and decoded
 // values for one 64 × 512 matrix): decoding must match bit for bit, and quantizing source.f32
 // must reproduce llama-quantize's bytes (no importance matrix). fixtures/quants-imatrix holds the
-// same matrix quantised with importance weights, in every low-bit type too: decoding must match.
+// same matrix quantised with importance weights, in every low-bit type too: decoding must match,
+// and quantizing with imatrix.f32 must reproduce those bytes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -135,15 +136,10 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantImatrixZoo, ::testing::ValuesIn(kImatrix
 
 // Quantizing source.f32 with imatrix.f32 reproduces llama.cpp's bytes (ggml_quantize_chunk with
 // these weights, as llama-quantize --imatrix calls it; the ternary types ignore the weights).
-class QuantImatrixZooEncode : public QuantImatrixZoo {};
-TEST_P(QuantImatrixZooEncode, QuantizesWithImportanceToLlamaCppBytes) {
+TEST_P(QuantImatrixZoo, QuantizesWithImportanceToLlamaCppBytes) {
     const std::vector<float> importance = read_f32_file(testing::fixture("quants-imatrix/imatrix.f32"));
     expect_quantizes_to_zoo_bytes(*zoo_, "quants-imatrix", GetParam(), &importance);
 }
-const char* const kImportanceEncodedTypes[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S",
-                                               "IQ3_XXS", "IQ3_S", "TQ1_0", "TQ2_0"};
-INSTANTIATE_TEST_SUITE_P(AllTypes, QuantImatrixZooEncode, ::testing::ValuesIn(kImportanceEncodedTypes),
-                         type_param_name);
 
 // IQ2_XXS, IQ2_XS and IQ1_S cannot be made without importance weights: a clear error, as
 // llama-quantize refuses them.
