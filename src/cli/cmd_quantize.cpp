@@ -26,6 +26,9 @@ int run_quantize(int argc, char** argv) {
     app.add_option("TYPE", options.type, "target type: f32, f16, bf16, q8_0, mxfp4, any type k3 can encode, or a llama-quantize mixture (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K)")->required();
     app.add_option("--tensor-type", rules, "REGEX=TYPE: tensors whose name matches REGEX get TYPE (repeatable, first match wins)");
     app.add_flag("--requantize", options.requantize, "re-encode already-quantized tensors (through f32)");
+    app.add_option("--imatrix", options.imatrix_path,
+                   "importance matrix (k3 imatrix / llama-imatrix, GGUF or legacy .dat); needed for IQ1_S, IQ1_M, IQ2_*, IQ3_XXS")
+        ->check(CLI::ExistingFile);
     app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)")
         ->check(byte_size());
     OutputFlags output;

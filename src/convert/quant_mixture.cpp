@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "convert/tensor_plan.h"
 #include "util/error.h"
 
 namespace k3::convert {
@@ -67,22 +68,8 @@ int layer_of(std::string_view name) {
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
 TypeChoice with_fallback(Type type, const MixtureTensor& t) {
-    const int64_t row_length = t.ne[0];
-    const int64_t block = tensor::traits(type).block_size;
-    if (row_length % block == 0) return {type, false};
-    Type fallback;
-    switch (type) {
-        case Type::Q2_K:
-        case Type::Q3_K: fallback = Type::Q4_0; break;
-        case Type::Q4_K: fallback = Type::Q5_0; break;
-        case Type::Q5_K: fallback = Type::Q5_1; break;
-        case Type::Q6_K: fallback = Type::Q8_0; break;
-        default:
-            throw Error("quantize mixture: " + t.name + ": rows of " + std::to_string(row_length) + " are not a multiple of the " +
-                        std::string(tensor::traits(type).name) + " block and it has no fallback type");
-    }
-    if (row_length % tensor::traits(fallback).block_size != 0) fallback = Type::F16;
-    return {fallback, true};
+    const Type chosen = block_compatible_type(type, t.ne[0]);
+    return {chosen, chosen != type};
 }
 
 }  // namespace
