@@ -126,8 +126,9 @@ uint32_t file_type_for(tensor::Type type) {
 namespace {
 
 // llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model.
-std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in) {
+std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in, bool has_imatrix) {
     MixtureModel model;
+    model.has_imatrix = has_imatrix;
     const std::string arch = in.get_string("general.architecture").value_or("kimi-k3");
     model.n_layer = int(in.get_uint(arch + ".block_count").value_or(0));
     model.n_expert = int(in.get_uint(arch + ".expert_count").value_or(0));
@@ -204,7 +205,7 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
         }
     }
     const std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(options.input_path);
-    const std::vector<tensor::Type> mixed = mixture ? mixture_types(*mixture, *in) : std::vector<tensor::Type>{};
+    const std::vector<tensor::Type> mixed = mixture ? mixture_types(*mixture, *in, !options.imatrix_path.empty()) : std::vector<tensor::Type>{};
     std::vector<Encoding> encodings;  // per input tensor, decided before anything is written
     for (size_t i = 0; i < in->tensors().size(); ++i)
         encodings.push_back(choose_encoding(in->tensors()[i], mixture ? mixed[i] : target, rules, options.requantize));

@@ -24,6 +24,7 @@ struct ForwardOptions {
     DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
+    MatmulObserver observe;  // sees every weight product's input, when set
 };
 
 // One sequence's part of a forward pass.

@@ -86,6 +86,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
     engine->impl_->forward_options.kda_mode = options.kda_mode;
     engine->impl_->forward_options.numerics = options.numerics;
     engine->impl_->forward_options.dump = options.dump;
+    engine->impl_->forward_options.observe = options.observe;
     engine->impl_->set_up_residency(options.residency);
     return engine;
 }
