@@ -26,6 +26,9 @@ enum class KdaMode {
 
 // Receives named intermediates: rows x cols f32, one row per batch token (row-major).
 using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
+// Sees the input of every product with a weight matrix: n rows of w.cols values, x_stride apart
+// (k3 imatrix collects the squared activations per weight from it).
+using MatmulObserver = std::function<void(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n)>;
 
 struct ForwardContext;
 // The products of `outputs` (all reading x) with each rank computing its share of every matrix's
@@ -47,9 +50,11 @@ struct ForwardContext {
     // A parallel job (issue #17): each rank computes its share of every linear()'s rows and the
     // ranks exchange them, so every rank ends with the whole product. Null: this process alone.
     parallel::Collective* collective = nullptr;
+    const MatmulObserver* observe = nullptr;  // null: nobody watches the products
 
     // y[t] = W x[t] for n contiguous rows (x rows W.cols apart, y rows W.rows apart).
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
+        observed(w, x, w.cols, n);
         const kernels::MatmulOutput output{&w, y, w.rows};
         if (collective) return sharded_products(*this, std::span(&output, 1), x, w.cols, n);
         kernels::matmul(pool, w, x, w.cols, n, y, w.rows, numerics);
@@ -57,6 +62,8 @@ struct ForwardContext {
     // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x (kernels::matmul_same_input).
     void linear_pair(const kernels::MatrixView& w_gate, const kernels::MatrixView& w_up, const float* x, int64_t n,
                      float* gate, float* up) const {
+        observed(w_gate, x, w_gate.cols, n);
+        observed(w_up, x, w_up.cols, n);
         const kernels::MatmulOutput outputs[] = {{&w_gate, gate, w_gate.rows}, {&w_up, up, w_up.rows}};
         if (collective) return sharded_products(*this, outputs, x, w_gate.cols, n);
         kernels::matmul_same_input(pool, outputs, x, w_gate.cols, n, numerics);
@@ -66,6 +73,10 @@ struct ForwardContext {
         ForwardContext local = *this;
         local.collective = nullptr;
         return local;
+    }
+    // Shows a product's input to the observer (for products not made through linear()).
+    void observed(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n) const {
+        if (observe && *observe) (*observe)(w, x, x_stride, n);
     }
     void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
         if (dump && *dump) (*dump)(name, data, rows, cols);

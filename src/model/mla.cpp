@@ -38,9 +38,11 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
 
     // 4. absorbed query q~[h] = W_kb[h]^T q_nope[h]: [n][H][Lkv]
     std::vector<float> q_latent(size_t(n * H * Lkv));
-    for (int64_t h = 0; h < H; ++h)
+    for (int64_t h = 0; h < H; ++h) {
+        ctx.observed(w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n);
         kernels::matmul(ctx.pool, w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n,
                         q_latent.data() + h * Lkv, H * Lkv, ctx.numerics);
+    }
 
     // score(t, s) = (q~[h]·c_s + q_pe[h]·k_pe_s) / sqrt(Dk), causal softmax, o~[h] = sum_s p_s c_s
     std::vector<float> attended(size_t(n * H * Lkv));  // [n][H][Lkv]
@@ -70,9 +72,11 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
 
     // o[h] = W_vb[h] o~[h]: [n][H][Dv]
     std::vector<float> o(size_t(n * H * Dv));
-    for (int64_t h = 0; h < H; ++h)
+    for (int64_t h = 0; h < H; ++h) {
+        ctx.observed(w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n);
         kernels::matmul(ctx.pool, w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n,
                         o.data() + h * Dv, H * Dv, ctx.numerics);
+    }
     // 5. output gate o *= sigmoid(W_gate x);  6. out = W_o o
     if (w.gate) {
         std::vector<float> gate(size_t(n * H * Dv));

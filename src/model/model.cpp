@@ -95,7 +95,7 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     MoeScratch moe_scratch(hp_, n);
     const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
                              options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch,
-                             options.collective};
+                             options.collective, options.observe ? &options.observe : nullptr};
 
     // 3.2.1 inpL = token embeddings: [n][E]
     std::vector<float> partial(size_t(n * E));

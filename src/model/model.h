@@ -25,6 +25,7 @@ struct ForwardOptions {
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
     parallel::Collective* collective = nullptr;  // a parallel job's ranks (ForwardContext::collective)
+    MatmulObserver observe;  // sees every weight product's input, when set
 };
 
 // One sequence's part of a forward pass.

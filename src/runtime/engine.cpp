@@ -91,6 +91,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         engine->impl_->forward_options.numerics = options.numerics;
         engine->impl_->forward_options.dump = options.dump;
         engine->impl_->forward_options.collective = options.collective;
+        engine->impl_->forward_options.observe = options.observe;
         engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
         if (options.collective) engine->impl_->model->shard(options.collective->rank(), options.collective->size());
     };

@@ -35,6 +35,7 @@ struct EngineOptions {
     // Diagnostics: force one KDA path; receive named intermediates (blk.N.kda_out, ...).
     model::KdaMode kda_mode = model::KdaMode::automatic;
     model::DumpFn dump;
+    model::MatmulObserver observe;  // sees every weight product's input (k3 imatrix)
     ResidencyOptions residency;
     // native: activations rounded as llama.cpp's CPU backend rounds them; exact: f32 (--exact).
     kernels::Numerics numerics = kernels::Numerics::native;
