@@ -1,6 +1,7 @@
 #include "server/server_harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -18,7 +19,8 @@ extern char** environ;
 
 namespace k3::testing {
 
-ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& args) {
+ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& args,
+                             const std::string& stderr_path) {
     std::vector<std::string> argv_strings = {K3_BINARY, "serve", "-m", model, "--port", "0", "-t", "2"};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -30,6 +32,8 @@ ServerProcess::ServerProcess(const std::string& model, const std::vector<std::st
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_addclose(&actions, out[0]);
+    if (!stderr_path.empty())
+        posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int rc = posix_spawn(&pid_, K3_BINARY, &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);

@@ -13,7 +13,8 @@ namespace k3::testing {
 class ServerProcess {
 public:
     // Runs `k3 serve -m MODEL --port 0 -t 2 ARGS...` and waits for its "listening on" line.
-    ServerProcess(const std::string& model, const std::vector<std::string>& args);
+    // `stderr_path`: a file its stderr goes to (empty: this process's stderr).
+    ServerProcess(const std::string& model, const std::vector<std::string>& args, const std::string& stderr_path = {});
     ~ServerProcess();  // stops it if still running
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;
