@@ -10,6 +10,7 @@ packages=(
   libboost-dev
   jq                                # bench/compare_llama_cpp.sh reads both engines' JSON
   nodejs                            # test-only oracles (tiktoken, openai client)
+  chromium                          # test-only: the chat page in headless Chromium (playwright-core)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -162,6 +165,29 @@ std::vector<std::string> sse_events(const std::string& body) {
         pos = end;
     }
     return events;
+}
+
+std::string node_test_unavailable(const std::vector<std::string>& packages) {
+    if (std::system("node --version > /dev/null 2>&1") != 0)
+        return "node is not installed (scripts/install-deps.sh installs nodejs)";
+    const std::string modules = std::string(K3_SOURCE_DIR) + "/tests/node/node_modules/";
+    for (const std::string& package : packages)
+        if (!std::filesystem::exists(modules + package + "/package.json"))
+            return "npm package " + package + " missing: run scripts/install-test-deps.sh";
+    return {};
+}
+
+NodeTestResult run_node_test(const std::string& script, const std::vector<std::string>& args) {
+    std::string command = "node '" + std::string(K3_SOURCE_DIR) + "/tests/node/" + script + "' '" + K3_BINARY + "'";
+    for (const std::string& arg : args) command += " '" + arg + "'";
+    command += " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) throw std::runtime_error("cannot run " + command);
+    NodeTestResult result;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
+    result.status = pclose(pipe);
+    return result;
 }
 
 }  // namespace k3::testing

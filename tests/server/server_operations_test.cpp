@@ -2,6 +2,7 @@
 // log, --special, --chat-template-file, --reasoning-format, `n` > 1 and its bound, the chat page.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -373,6 +374,16 @@ TEST(ServerChatPage, IsOneSelfContainedPage) {
     for (const char* external : {"src=\"http", "href=\"http", "@import", "url("})
         EXPECT_EQ(page.body.find(external), std::string::npos) << external;
     EXPECT_EQ(server.stop(), 0);
+}
+
+// The page in headless Chromium: tests/node/chat_page_test.mjs.
+TEST(ServerChatPage, StreamsAnswersInHeadlessChromium) {
+    const std::string chromium = "/usr/bin/chromium";
+    if (!std::filesystem::exists(chromium))
+        GTEST_SKIP() << chromium << " is absent (scripts/install-deps.sh installs Debian's chromium)";
+    if (const std::string why = node_test_unavailable({"playwright-core"}); !why.empty()) GTEST_SKIP() << why;
+    const NodeTestResult result = run_node_test("chat_page_test.mjs", {kModel, chromium});
+    EXPECT_EQ(result.status, 0) << result.out;
 }
 
 }  // namespace
