@@ -262,15 +262,17 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
             for (size_t choice = 1; choice < sinks.size(); ++choice) {
                 runtime::GenerationRequest copy = request;
                 copy.params.sampling.seed = request.params.sampling.seed ^ (0x9E3779B97F4A7C15ull * choice);
-                std::shared_ptr<runtime::GenerationJob> job = scheduler_.submit(std::move(copy), sinks[choice]);
-                if (job) {
-                    owner->add_job(std::move(job));
-                    continue;
-                }
                 runtime::GenerationSummary refused;
                 refused.outcome = runtime::JobOutcome::error;
                 refused.error = "the server is busy (request queue full)";
-                sinks[choice]->on_finish(refused);
+                std::shared_ptr<runtime::GenerationJob> job;
+                try {
+                    job = scheduler_.submit(std::move(copy), sinks[choice]);
+                } catch (const std::exception& e) {  // every choice must end, or the answer never comes
+                    refused.error = e.what();
+                }
+                if (job) owner->add_job(std::move(job));
+                else sinks[choice]->on_finish(refused);
             }
         });
     }

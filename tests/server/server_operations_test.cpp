@@ -364,6 +364,24 @@ TEST_F(ServerChoices, TooManyChoicesAre400) {
     EXPECT_EQ(http_request(port(), "GET", "/health").status, 200);
 }
 
+// With one slot and room for one waiting request, the third choice finds the queue full: the
+// answer still comes, as an error naming why, and the server keeps serving.
+TEST(ServerChoicesRefused, AChoiceTheQueueRefusesEndsTheAnswerWithAnError) {
+    ServerProcess server(kModel, {"--parallel", "1", "--queue-size", "1", "--ctx-size", "512"});
+    const HttpReply whole = http_request(server.port(), "POST", "/v1/chat/completions", long_chat(3, 3).dump());
+    EXPECT_EQ(whole.status, 500);
+    EXPECT_NE(whole.body.find("request queue full"), std::string::npos) << whole.body;
+    json body = long_chat(3, 3);
+    body["stream"] = true;
+    const HttpReply streamed = http_request(server.port(), "POST", "/v1/chat/completions", body.dump());
+    EXPECT_EQ(streamed.status, 200);
+    const std::vector<std::string> events = sse_events(streamed.body);
+    EXPECT_EQ(events.back(), "[DONE]");
+    EXPECT_NE(streamed.body.find("request queue full"), std::string::npos);
+    EXPECT_EQ(post_json(server.port(), "/v1/chat/completions", long_chat(1, 2))["choices"].size(), 1u);
+    EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(ServerChatPage, IsOneSelfContainedPage) {
     ServerProcess server(kModel, {"--ctx-size", "256", "--api-key", "k"});
     const HttpReply page = http_request(server.port(), "GET", "/");  // no key needed for the page
