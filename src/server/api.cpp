@@ -241,6 +241,13 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
         return {{}, channel};
     }
 
+    return submit_choices(endpoint, params, chat ? &*chat : nullptr, std::move(job_request), channel, identity, busy);
+}
+
+// The OpenAI endpoints: `n` choices, each its own job and sink, answered together by a ChoiceGroup.
+Reply Api::submit_choices(Endpoint endpoint, const GenerationParams& params, const ChatInput* chat,
+                          runtime::GenerationRequest job_request, const std::shared_ptr<ResponseChannel>& channel,
+                          const ResponseIdentity& identity, const HttpResponse& busy) {
     const char* object = endpoint == Endpoint::completions ? "text_completion"
                          : params.stream                   ? "chat.completion.chunk"
                                                            : "chat.completion";
@@ -250,8 +257,8 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
         params.stream, params.include_usage);
     std::vector<std::shared_ptr<GenerationSink>> sinks;
     for (size_t choice = 0; choice < size_t(params.n); ++choice) {
-        sinks.push_back(std::make_shared<GenerationSink>(endpoint, tokenizer_, channel, identity, params,
-                                                         chat ? &*chat : nullptr, options_.output, group, choice));
+        sinks.push_back(std::make_shared<GenerationSink>(endpoint, tokenizer_, channel, identity, params, chat,
+                                                         options_.output, group, choice));
         sinks.back()->begin();
     }
     if (params.n > 1) {

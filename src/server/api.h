@@ -50,6 +50,9 @@ public:
 private:
     Reply route(const HttpRequest& request);
     Reply generate(const HttpRequest& request, Endpoint endpoint);
+    Reply submit_choices(Endpoint endpoint, const GenerationParams& params, const ChatInput* chat,
+                         runtime::GenerationRequest job_request, const std::shared_ptr<ResponseChannel>& channel,
+                         const ResponseIdentity& identity, const HttpResponse& busy);
     std::vector<int32_t> encode_prompt(const std::vector<PromptPiece>& pieces) const;
     // The chat rendered and tokenized; special-token text inside messages stays plain text.
     std::vector<int32_t> encode_chat(const ChatInput& input) const;
