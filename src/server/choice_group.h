@@ -24,13 +24,9 @@ namespace k3::server {
 
 class ChoiceGroup {
 public:
-    // `head`: the fields every whole body and chunk starts with (id, object, created, model).
+    // `head`: the fields the whole body, or the closing usage chunk, starts with (id, object,
+    // created, model).
     ChoiceGroup(size_t n, std::shared_ptr<ResponseChannel> channel, Json head, bool stream, bool include_usage);
-
-    size_t size() const { return n_; }
-    bool stream() const { return stream_; }
-    const Json& head() const { return head_; }
-    ResponseChannel& channel() { return *channel_; }
 
     // Runs once, when choice 0 produced its first token or finished: submits the other choices.
     void set_launcher(std::function<void()> launch);
