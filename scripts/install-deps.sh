@@ -11,6 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev        # parallel jobs across ranks (--parallel-mode tp)
   jq                                # bench/compare_llama_cpp.sh reads both engines' JSON
   nodejs                            # test-only oracles (tiktoken, openai client)
+  chromium                          # test-only: the chat page in headless Chromium (playwright-core)
 )
 missing=()
 for p in "${packages[@]}"; do

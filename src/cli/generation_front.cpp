@@ -16,16 +16,6 @@ namespace k3::cli {
 
 using nlohmann::ordered_json;
 
-namespace {
-
-// The control tokens of K3's output markup, which the output parser reads.
-bool is_markup_marker(std::string_view text) {
-    return text == text::kOpenMarker || text == text::kCloseMarker || text == text::kSepMarker ||
-           text == text::kEndOfMessageMarker;
-}
-
-}  // namespace
-
 void add_generation_options(CLI::App& app, GenerationOptions& options) {
     app.add_option("-m,--model", options.model_path, "model GGUF (first part of a split model)")->required();
     app.add_option("-n,--n-predict", options.n_predict,
@@ -125,7 +115,7 @@ AnswerPrinter::~AnswerPrinter() = default;
 bool AnswerPrinter::push(int32_t id) {
     // An end-of-generation id only ends the answer; its text is not part of it.
     if (tokenizer_.is_end_of_generation(id)) return true;
-    if (tokenizer_.is_special(id) && !show_special_ && !(parser_ && is_markup_marker(tokenizer_.token_bytes(id))))
+    if (tokenizer_.is_special(id) && !show_special_ && !(parser_ && text::is_markup_marker(tokenizer_.token_bytes(id))))
         return true;
     show(stops_.push(detokenizer_.push(id)));
     return !stops_.stopped();

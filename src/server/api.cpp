@@ -8,6 +8,8 @@
 #include "gguf/gguf_file.h"
 #include "runtime/engine.h"
 #include "server/anthropic_api.h"
+#include "server/chat_page.h"
+#include "server/choice_group.h"
 #include "server/generation_sink.h"
 #include "server/responses_api.h"
 #include "text/bundled_template.h"
@@ -17,9 +19,17 @@ namespace k3::server {
 
 namespace {
 
-constexpr const char* kPaths[] = {"/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                                  "/completion", "/tokenize", "/detokenize", "/slots", "/v1/messages",
-                                  "/v1/messages/count_tokens", "/v1/responses"};
+constexpr const char* kPaths[] = {"/", "/props", "/health", "/metrics", "/v1/models", "/v1/chat/completions",
+                                  "/v1/completions", "/completion", "/tokenize", "/detokenize", "/slots",
+                                  "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"};
+
+// A request the scheduler's queue has no room for.
+HttpResponse busy_response() {
+    HttpResponse busy = error_response(503, "the server is busy (request queue full); retry later", "server_error",
+                                       "server_busy");
+    busy.headers.emplace_back("Retry-After", "1");
+    return busy;
+}
 
 int64_t unix_now() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -45,11 +55,29 @@ Api::Api(const runtime::Engine& engine, const text::Tokenizer& tokenizer, runtim
       options_(std::move(options)),
       started_(unix_now()),
       output_constraint_(tokenizer, options_.default_grammar) {
-    std::optional<std::string> source = engine.file().get_string("tokenizer.chat_template");
-    template_.emplace(source ? *source : std::string(text::bundled_kimi_k3_template()));
+    const std::optional<std::string> gguf_source = engine.file().get_string("tokenizer.chat_template");
+    const char* origin = options_.chat_template ? "--chat-template-file"
+                         : gguf_source          ? "the model's chat template (tokenizer.chat_template)"
+                                                : "the bundled Kimi-K3 chat template";
+    template_source_ = options_.chat_template ? *options_.chat_template
+                       : gguf_source          ? *gguf_source
+                                              : std::string(text::bundled_kimi_k3_template());
     const text::Vocabulary& vocab = tokenizer.vocabulary();
     if (vocab.bos_id) bos_text_ = std::string(tokenizer.token_bytes(*vocab.bos_id));
     if (vocab.eos_id) eos_text_ = std::string(tokenizer.token_bytes(*vocab.eos_id));
+    // A template that cannot render a plain chat would fail every request: one given with
+    // --chat-template-file is refused now; the model's own, if it parses, is kept with a warning
+    // (each request then gets the template's error) and no capabilities.
+    try {
+        template_.emplace(template_source_);
+        encode_chat({.messages = Json::array({{{"role", "user"}, {"content", "Hello"}}}), .tools = nullptr});
+        template_caps_ = probe_template_caps();
+    } catch (const jinja::TemplateError& e) {  // a runaway template's budget error included
+        const std::string problem = std::string(origin) + ": " + e.kind() + ": " + e.what();
+        if (options_.chat_template || !template_) throw Error(problem);
+        std::fprintf(stderr, "k3 serve: warning: %s\n", problem.c_str());
+        template_caps_ = Json::object();
+    }
 }
 
 Reply Api::handle(const HttpRequest& request) {
@@ -92,6 +120,10 @@ Reply Api::route(const HttpRequest& request) {
         expect("GET");
         return {json_response({{"status", "ok"}}), nullptr};
     }
+    if (path == "/") {  // the chat page holds no secret: it asks for the key itself
+        expect("GET");
+        return {HttpResponse{200, "text/html; charset=utf-8", std::string(chat_page_html()), {}}, nullptr};
+    }
     if (!authorized(request)) {
         HttpResponse denied = error_response(401, "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)",
                                              "invalid_request_error", "invalid_api_key");
@@ -105,6 +137,7 @@ Reply Api::route(const HttpRequest& request) {
     if (path == "/v1/messages/count_tokens") return expect("POST"), Reply{count_message_tokens(request), nullptr};
     if (path == "/v1/responses") return expect("POST"), generate_answer(request, AgentApi::openai_responses);
     if (path == "/v1/models") return expect("GET"), Reply{models(), nullptr};
+    if (path == "/props") return expect("GET"), Reply{props(), nullptr};
     if (path == "/metrics") return expect("GET"), Reply{metrics(), nullptr};
     if (path == "/tokenize") return expect("POST"), Reply{tokenize(request), nullptr};
     if (path == "/detokenize") return expect("POST"), Reply{detokenize(request), nullptr};
@@ -157,6 +190,10 @@ std::vector<int32_t> Api::encode_prompt(const std::vector<PromptPiece>& pieces) 
 Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
     const Json body = parse_body(request.body);
     GenerationParams params = parse_generation_params(body, endpoint, options_.sampling_defaults);
+    if (params.n > options_.max_n)
+        throw ApiError(400, "'n' is " + std::to_string(params.n) + "; this server gives at most " +
+                                std::to_string(options_.max_n) + " choices per request (--max-n)",
+                       "invalid_value");
     std::optional<ChatInput> chat;
     std::vector<int32_t> prompt;
     if (endpoint == Endpoint::chat) {
@@ -168,10 +205,13 @@ Reply Api::generate(const HttpRequest& request, Endpoint endpoint) {
     runtime::GenerationRequest job_request = prepare_job(params, chat ? &*chat : nullptr, std::move(prompt));
     auto channel = std::make_shared<ResponseChannel>();
     const char* prefix = endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-";
-    auto sink = std::make_shared<GenerationSink>(endpoint, tokenizer_, channel,
-                                                 ResponseIdentity{prefix + next_id(), options_.model_name, unix_now()},
-                                                 params, chat ? &*chat : nullptr);
-    return submit(std::move(job_request), sink, channel);
+    const ResponseIdentity identity{prefix + next_id(), options_.model_name, unix_now()};
+    if (endpoint == Endpoint::llama_completion)
+        return submit(std::move(job_request),
+                      std::make_shared<GenerationSink>(endpoint, tokenizer_, channel, identity, params, nullptr,
+                                                       options_.output),
+                      channel);
+    return submit_choices(endpoint, params, chat ? &*chat : nullptr, std::move(job_request), channel, identity);
 }
 
 Reply Api::generate_answer(const HttpRequest& request, AgentApi api) {
@@ -194,7 +234,7 @@ Reply Api::generate_answer(const HttpRequest& request, AgentApi api) {
     else
         format = std::make_unique<responses::ResponseFormat>(channel, params.stream, "resp_" + next_id(),
                                                              options_.model_name, unix_now(), translation->echo);
-    return submit(std::move(job_request), std::make_shared<GenerationSink>(tokenizer_, std::move(format), params, chat),
+    return submit(std::move(job_request), std::make_shared<GenerationSink>(tokenizer_, std::move(format), params, chat, options_.output),
                   channel);
 }
 
@@ -255,13 +295,59 @@ Reply Api::submit(runtime::GenerationRequest job_request, const std::shared_ptr<
     // refused below, the channel is dropped unseen.
     sink->begin();
     std::shared_ptr<runtime::GenerationJob> job = scheduler_.submit(std::move(job_request), sink);
-    if (!job) {
-        HttpResponse busy = error_response(503, "the server is busy (request queue full); retry later",
-                                           "server_error", "server_busy");
-        busy.headers.emplace_back("Retry-After", "1");
-        return {busy, nullptr};
-    }
+    if (!job) return {busy_response(), nullptr};
     channel->on_client_gone([job] { job->cancel(); });
+    return {{}, channel};
+}
+
+// The OpenAI endpoints: `n` choices, each its own job and sink, answered together by a ChoiceGroup.
+Reply Api::submit_choices(Endpoint endpoint, const GenerationParams& params, const ChatInput* chat,
+                          runtime::GenerationRequest job_request, const std::shared_ptr<ResponseChannel>& channel,
+                          const ResponseIdentity& identity) {
+    const char* object = endpoint == Endpoint::completions ? "text_completion"
+                         : params.stream                   ? "chat.completion.chunk"
+                                                           : "chat.completion";
+    auto group = std::make_shared<ChoiceGroup>(
+        size_t(params.n), channel,
+        Json{{"id", identity.id}, {"object", object}, {"created", identity.created}, {"model", identity.model}},
+        params.stream, params.include_usage);
+    std::vector<std::shared_ptr<GenerationSink>> sinks;
+    for (size_t choice = 0; choice < size_t(params.n); ++choice) {
+        sinks.push_back(std::make_shared<GenerationSink>(endpoint, tokenizer_, channel, identity, params, chat,
+                                                         options_.output, group, choice));
+        sinks.back()->begin();
+    }
+    if (params.n > 1) {
+        // Choice i samples with its own seed derived from the request's, so `seed` reproduces all.
+        group->set_launcher([this, group = std::weak_ptr<ChoiceGroup>(group), sinks, request = job_request] {
+            const auto owner = group.lock();
+            if (!owner) return;
+            for (size_t choice = 1; choice < sinks.size(); ++choice) {
+                runtime::GenerationRequest copy = request;
+                copy.params.sampling.seed = request.params.sampling.seed ^ (0x9E3779B97F4A7C15ull * choice);
+                runtime::GenerationSummary refused;
+                refused.outcome = runtime::JobOutcome::error;
+                refused.error = "the server is busy (request queue full)";
+                std::shared_ptr<runtime::GenerationJob> job;
+                try {
+                    job = scheduler_.submit(std::move(copy), sinks[choice]);
+                } catch (const std::exception& e) {  // every choice must end, or the answer never comes
+                    refused.error = e.what();
+                }
+                if (job) owner->add_job(std::move(job));
+                else sinks[choice]->on_finish(refused);
+            }
+        });
+    }
+    std::shared_ptr<runtime::GenerationJob> job = scheduler_.submit(std::move(job_request), sinks.front());
+    if (!job) {
+        group->cancel_all();  // drops the launcher, and with it the other sinks
+        return {busy_response(), nullptr};
+    }
+    group->add_job(std::move(job));
+    channel->on_client_gone([group = std::weak_ptr<ChoiceGroup>(group)] {
+        if (const auto owner = group.lock()) owner->cancel_all();
+    });
     return {{}, channel};
 }
 
@@ -356,6 +442,65 @@ HttpResponse Api::models() const {
                   {"meta", {{"n_ctx", scheduler_.ctx_size()}, {"n_ctx_train", engine_.n_ctx_train()},
                             {"n_vocab", engine_.n_vocab()}, {"n_parallel", scheduler_.n_slots()}}}};
     return json_response({{"object", "list"}, {"data", Json::array({model})}});
+}
+
+// llama-server's /props, as far as it applies.
+HttpResponse Api::props() const {
+    const SamplingDefaults& d = options_.sampling_defaults;
+    const Json params = {
+        {"temperature", d.temperature.value_or(0.8)},  // /completion's; the OpenAI endpoints' is 1 unless --temp
+        {"top_p", d.top_p},
+        {"top_k", d.top_k},
+        {"min_p", d.min_p},
+        {"seed", d.seed ? Json(*d.seed) : Json(-1)},  // -1: a random one per request
+        {"n_predict", d.max_tokens.value_or(-1)},     // -1: the rest of the context
+        {"n_max", options_.max_n},
+        {"special", options_.output.special},
+        {"reasoning_format", options_.output.reasoning == ReasoningFormat::none ? "none" : "auto"},
+        {"grammar", options_.default_grammar.value_or("")}};
+    return json_response({{"default_generation_settings", {{"n_ctx", scheduler_.ctx_size()}, {"params", params}}},
+                          {"total_slots", scheduler_.n_slots()},
+                          {"model_alias", options_.model_name},
+                          {"model_path", options_.model_path},
+                          {"n_ctx", scheduler_.ctx_size()},
+                          {"n_ctx_train", engine_.n_ctx_train()},
+                          {"n_vocab", engine_.n_vocab()},
+                          {"modalities", {{"vision", false}, {"audio", false}}},
+                          {"chat_template", template_source_},
+                          {"chat_template_caps", template_caps_},
+                          {"bos_token", bos_text_},
+                          {"eos_token", eos_text_},
+                          {"build_info", options_.build_info}});
+}
+
+Json Api::probe_template_caps() const {
+    const Json user = {{"role", "user"}, {"content", "Hello"}};
+    auto render = [&](const Json& messages, const Json& tools, const Json& extra) {
+        try {
+            return template_->render(text::chat_variables(messages, tools, /*add_generation_prompt=*/true, bos_text_,
+                                                          eos_text_, extra));
+        } catch (const std::exception&) {  // a template that refuses a feature lacks it
+            return std::string();
+        }
+    };
+    const std::string plain = render(Json::array({user}), nullptr, Json::object());
+    const Json tool = {{"type", "function"},
+                       {"function", {{"name", "probe_tool_name"}, {"description", "probe"},
+                                     {"parameters", {{"type", "object"}, {"properties", Json::object()}}}}}};
+    const Json call = {{"role", "assistant"},
+                       {"content", ""},
+                       {"tool_calls", Json::array({{{"id", "call_0"}, {"type", "function"},
+                                                    {"function", {{"name", "probe_call_name"}, {"arguments", "{}"}}}}})}};
+    const Json system = {{"role", "system"}, {"content", "probe system text"}};
+    return {{"tools", render(Json::array({user}), Json::array({tool}), Json::object()).find("probe_tool_name") !=
+                          std::string::npos},
+            {"tool_calls", render(Json::array({user, call, {{"role", "tool"}, {"tool_call_id", "call_0"},
+                                                            {"content", "42"}}}),
+                                  nullptr, Json::object())
+                                   .find("probe_call_name") != std::string::npos},
+            {"system_role", render(Json::array({system, user}), nullptr, Json::object()).find("probe system text") !=
+                                std::string::npos},
+            {"reasoning", render(Json::array({user}), nullptr, {{"thinking", false}}) != plain}};
 }
 
 void Api::count(const std::string& path, int status) {

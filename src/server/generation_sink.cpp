@@ -1,17 +1,45 @@
 #include "server/generation_sink.h"
 
 #include "server/http_server.h"
+#include "text/output_markup.h"
 
 namespace k3::server {
 
+namespace {
+
+// A generation cut short, as a whole answer and as a streamed event. Only a server that is
+// stopping still has a client to tell (a client that went away cancels its own job), and it
+// must not read as a real stop.
+struct CutShort {
+    int status;
+    std::string message;
+    const char* code;
+    HttpResponse response;
+    Json event;
+};
+CutShort cut_short(const runtime::GenerationSummary& summary) {
+    const bool cancelled = summary.outcome == runtime::JobOutcome::cancelled;
+    const std::string message = cancelled ? "generation cut short: the server is shutting down"
+                                          : "generation failed: " + summary.error;
+    const char* code = cancelled ? "server_shutdown" : "generation_failed";
+    const int status = cancelled ? 503 : 500;
+    return {status, message, code, error_response(status, message, "server_error", code),
+            {{"error", {{"message", message}, {"type", "server_error"}, {"code", code}}}}};
+}
+
+}  // namespace
+
 GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer,
                                std::shared_ptr<ResponseChannel> channel, ResponseIdentity identity,
-                               const GenerationParams& params, const ChatInput* chat)
+                               const GenerationParams& params, const ChatInput* chat, OutputOptions output,
+                               std::shared_ptr<ChoiceGroup> group, size_t choice)
     : endpoint_(endpoint),
       channel_(std::move(channel)),
       identity_(std::move(identity)),
       stream_(params.stream),
-      include_usage_(params.include_usage),
+      output_(output),
+      group_(std::move(group)),
+      choice_(choice),
       detokenizer_(tokenizer),
       stops_(params.stop),
       tokenizer_(tokenizer),
@@ -22,15 +50,16 @@ GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokeniz
 }
 
 GenerationSink::GenerationSink(const text::Tokenizer& tokenizer, std::unique_ptr<AnswerFormat> format,
-                               const GenerationParams& params, const ChatInput& chat)
-    : GenerationSink(Endpoint::chat, tokenizer, nullptr, {}, params, &chat) {
+                               const GenerationParams& params, const ChatInput& chat, OutputOptions output)
+    : GenerationSink(Endpoint::chat, tokenizer, nullptr, {}, params, &chat,
+                     {.special = output.special, .reasoning = ReasoningFormat::automatic}) {
     format_ = std::move(format);
 }
 
 void GenerationSink::begin() {
     if (format_) return format_->begin();
     if (!stream_) return;
-    channel_->start_stream("text/event-stream");
+    if (choice_ == 0) channel_->start_stream("text/event-stream");
     if (endpoint_ == Endpoint::chat) send_event(chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
 }
 
@@ -47,7 +76,7 @@ void GenerationSink::attach_logprobs(Json& event) {
         event["completion_probabilities"] = logprobs(logprobs_streamed_);
     } else {
         if (!event.contains("choices") || event["choices"].empty()) return;
-        event["choices"][0]["logprobs"] = logprobs(logprobs_streamed_);
+        event["choices"][0]["logprobs"] = logprobs(logprobs_streamed_);  // the one choice of this sink
     }
     logprobs_streamed_ = sampled_.size();
 }
@@ -103,14 +132,27 @@ Json GenerationSink::chat_chunk(Json delta, const Json& finish_reason) const {
             {"object", "chat.completion.chunk"},
             {"created", identity_.created},
             {"model", identity_.model},
-            {"choices", Json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+            {"choices", Json::array({{{"index", choice_}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+}
+
+Json GenerationSink::completion_chunk(const std::string& text, const Json& finish_reason) const {
+    return {{"id", identity_.id},
+            {"object", "text_completion"},
+            {"created", identity_.created},
+            {"model", identity_.model},
+            {"choices", Json::array({{{"text", text}, {"index", choice_}, {"logprobs", nullptr},
+                                      {"finish_reason", finish_reason}}})}};
 }
 
 bool GenerationSink::on_token(const runtime::SampledToken& sampled) {
     const int32_t token = sampled.id;
     tokens_.push_back(token);
     if (want_logprobs_) sampled_.push_back(sampled);
-    const std::string text = stops_.push(detokenizer_.push(token));
+    if (group_) group_->choice_started(choice_);
+    // Control tokens are not text, apart from the markup the chat parser reads.
+    const bool hidden = !output_.special && tokenizer_.is_special(token) &&
+                        !(parser_ && text::is_markup_marker(tokenizer_.token_bytes(token)));
+    const std::string text = hidden ? std::string() : stops_.push(detokenizer_.push(token));
     if (endpoint_ == Endpoint::llama_completion) {
         content_ += text;
         if (stream_) send_event({{"content", text}, {"tokens", Json::array({token})}, {"stop", false}});
@@ -125,17 +167,27 @@ void GenerationSink::route(const std::string& text) {
     if (parser_) return emit(parser_->push(text));
     if (text.empty()) return;
     content_ += text;
-    if (!stream_) return;
-    send_event({{"id", identity_.id},
-                {"object", "text_completion"},
-                {"created", identity_.created},
-                {"model", identity_.model},
-                {"choices", Json::array({{{"text", text}, {"index", 0}, {"logprobs", nullptr},
-                                          {"finish_reason", nullptr}}})}});
+    if (stream_) send_event(completion_chunk(text, nullptr));
 }
 
-void GenerationSink::emit(const text::OutputDelta& delta) {
+void GenerationSink::fold_reasoning(text::OutputDelta& delta) {
+    std::string content;
+    if (!delta.reasoning.empty()) {
+        if (!in_think_) content = "<think>";
+        in_think_ = true;
+        content += delta.reasoning;
+        delta.reasoning.clear();
+    }
+    if (in_think_ && (!delta.content.empty() || !delta.tool_calls.empty())) {
+        content += "</think>";
+        in_think_ = false;
+    }
+    delta.content = content + delta.content;
+}
+
+void GenerationSink::emit(text::OutputDelta delta) {
     if (format_) return format_->add(delta);
+    if (output_.reasoning == ReasoningFormat::none) fold_reasoning(delta);
     reasoning_ += delta.reasoning;
     content_ += delta.content;
     if (stream_ && !delta.reasoning.empty()) send_event(chat_chunk({{"reasoning_content", delta.reasoning}}, nullptr));
@@ -152,13 +204,6 @@ void GenerationSink::emit(const text::OutputDelta& delta) {
     }
 }
 
-Json GenerationSink::usage(const runtime::GenerationSummary& summary) const {
-    return {{"prompt_tokens", summary.n_prompt},
-            {"completion_tokens", summary.n_generated},
-            {"total_tokens", summary.n_prompt + summary.n_generated},
-            {"prompt_tokens_details", {{"cached_tokens", summary.n_cached}}}};
-}
-
 std::string GenerationSink::finish_reason(const runtime::GenerationSummary& summary) const {
     if (summary.outcome == runtime::JobOutcome::finished &&
         (summary.finish == runtime::FinishReason::length || summary.finish == runtime::FinishReason::context))
@@ -166,96 +211,72 @@ std::string GenerationSink::finish_reason(const runtime::GenerationSummary& summ
     return tool_calls_.empty() ? "stop" : "tool_calls";
 }
 
-HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& summary) const {
-    Json body;
-    if (endpoint_ == Endpoint::chat) {
-        Json message = {{"role", "assistant"}};
-        message["content"] = content_.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(content_);
-        if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
-        if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
-        body = {{"id", identity_.id},
-                {"object", "chat.completion"},
-                {"created", identity_.created},
-                {"model", identity_.model},
-                {"choices", Json::array({{{"index", 0}, {"message", std::move(message)},
-                                          {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
-                                          {"finish_reason", finish_reason(summary)}}})},
-                {"usage", usage(summary)}};
-    } else {
-        body = {{"id", identity_.id},
-                {"object", "text_completion"},
-                {"created", identity_.created},
-                {"model", identity_.model},
-                {"choices", Json::array({{{"text", content_}, {"index", 0},
-                                          {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
-                                          {"finish_reason", finish_reason(summary)}}})},
-                {"usage", usage(summary)}};
+Json GenerationSink::choice_entry(const runtime::GenerationSummary& summary) const {
+    const Json logprobs_entry = want_logprobs_ ? logprobs(0) : Json(nullptr);
+    if (endpoint_ != Endpoint::chat)
+        return {{"text", content_}, {"index", choice_}, {"logprobs", logprobs_entry},
+                {"finish_reason", finish_reason(summary)}};
+    Json message = {{"role", "assistant"}};
+    message["content"] = content_.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(content_);
+    if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
+    if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
+    return {{"index", choice_}, {"message", std::move(message)}, {"logprobs", logprobs_entry},
+            {"finish_reason", finish_reason(summary)}};
+}
+
+void GenerationSink::finish_llama_completion(const runtime::GenerationSummary& summary) {
+    channel_->set_tokens({summary.n_prompt, summary.n_generated});
+    if (summary.outcome != runtime::JobOutcome::finished) {
+        CutShort error = cut_short(summary);
+        if (!stream_) return channel_->respond(std::move(error.response));
+        send_event(error.event);
+        return channel_->finish();
     }
-    return HttpResponse{200, "application/json", dump_json(body), {}};
+    std::string rest = stops_.push(detokenizer_.finish());
+    rest += stops_.finish();
+    content_ += rest;
+    const char* stop_type = summary.finish == runtime::FinishReason::stop_id ? "eos"
+                            : summary.finish == runtime::FinishReason::caller  ? "word"
+                                                                                : "limit";
+    Json last = {{"content", stream_ ? rest : content_},
+                 {"tokens", stream_ ? std::vector<int32_t>() : tokens_},
+                 {"stop", true},
+                 {"stop_type", stop_type},
+                 {"stopping_word", stops_.matched()},
+                 {"model", identity_.model},
+                 {"tokens_predicted", summary.n_generated},
+                 {"tokens_evaluated", summary.n_prompt},
+                 {"timings", {{"queue_ms", summary.queue_ms},
+                              {"first_token_ms", summary.first_token_ms},
+                              {"total_ms", summary.total_ms}}}};
+    if (want_logprobs_ && !stream_) last["completion_probabilities"] = logprobs(0);
+    if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump_json(last), {}});
+    send_event(last);
+    channel_->finish();
 }
 
 void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
-    // Cut short: only a server that is stopping still has a client to tell (a client that went
-    // away cancels its own job), and it must not read as a real stop.
+    if (!group_ && !format_) return finish_llama_completion(summary);
     if (summary.outcome != runtime::JobOutcome::finished) {
-        const bool cancelled = summary.outcome == runtime::JobOutcome::cancelled;
-        const std::string message = cancelled ? "generation cut short: the server is shutting down"
-                                              : "generation failed: " + summary.error;
-        const char* code = cancelled ? "server_shutdown" : "generation_failed";
-        if (format_) return format_->fail(cancelled ? 503 : 500, message, code);
-        if (!stream_) return channel_->respond(error_response(cancelled ? 503 : 500, message, "server_error", code));
-        send_event({{"error", {{"message", message}, {"type", "server_error"}, {"code", code}}}});
-        if (endpoint_ != Endpoint::llama_completion) channel_->send("data: [DONE]\n\n");
-        return channel_->finish();
+        CutShort error = cut_short(summary);
+        if (format_) return format_->fail(error.status, error.message, error.code);
+        if (stream_) send_event(error.event);
+        return group_->finish_choice(choice_, nullptr, summary, std::move(error.response));
     }
     // What the detokenizer and the stop strings still hold.
     std::string rest = stops_.push(detokenizer_.finish());
     rest += stops_.finish();
-    if (endpoint_ == Endpoint::llama_completion) {
-        content_ += rest;
-        const char* stop_type = summary.finish == runtime::FinishReason::stop_id ? "eos"
-                                : summary.finish == runtime::FinishReason::caller  ? "word"
-                                                                                    : "limit";
-        Json last = {{"content", stream_ ? rest : content_},
-                     {"tokens", stream_ ? std::vector<int32_t>() : tokens_},
-                     {"stop", true},
-                     {"stop_type", stop_type},
-                     {"stopping_word", stops_.matched()},
-                     {"model", identity_.model},
-                     {"tokens_predicted", summary.n_generated},
-                     {"tokens_evaluated", summary.n_prompt},
-                     {"timings", {{"queue_ms", summary.queue_ms},
-                                  {"first_token_ms", summary.first_token_ms},
-                                  {"total_ms", summary.total_ms}}}};
-        if (want_logprobs_ && !stream_) last["completion_probabilities"] = logprobs(0);
-        if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump_json(last), {}});
-        send_event(last);
-        return channel_->finish();
-    }
     route(rest);
     if (parser_) emit(parser_->finish());
+    if (in_think_) {  // the answer ended inside its reasoning
+        in_think_ = false;
+        emit({.reasoning = {}, .content = "</think>", .tool_calls = {}});
+    }
     if (format_) return format_->finish(summary, stops_.matched());
-    if (!stream_) return channel_->respond(whole_response(summary));
-    if (endpoint_ == Endpoint::chat) {
-        send_event(chat_chunk(Json::object(), finish_reason(summary)));
-    } else {
-        send_event({{"id", identity_.id},
-                    {"object", "text_completion"},
-                    {"created", identity_.created},
-                    {"model", identity_.model},
-                    {"choices", Json::array({{{"text", ""}, {"index", 0}, {"logprobs", nullptr},
-                                              {"finish_reason", finish_reason(summary)}}})}});
-    }
-    if (include_usage_) {
-        send_event({{"id", identity_.id},
-                    {"object", endpoint_ == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-                    {"created", identity_.created},
-                    {"model", identity_.model},
-                    {"choices", Json::array()},
-                    {"usage", usage(summary)}});
-    }
-    channel_->send("data: [DONE]\n\n");
-    channel_->finish();
+    if (stream_)
+        send_event(endpoint_ == Endpoint::chat ? chat_chunk(Json::object(), finish_reason(summary))
+                                               : completion_chunk("", finish_reason(summary)));
+    group_->finish_choice(choice_, stream_ ? Json(nullptr) : choice_entry(summary), summary, std::nullopt);
 }
 
 }  // namespace k3::server

@@ -217,8 +217,13 @@ GenerationParams parse_generation_params(const Json& body, Endpoint endpoint, co
     // -1: llama.cpp's "random"
     s.seed = seed && *seed != -1 ? uint64_t(*seed) : !seed && defaults.seed ? *defaults.seed : random_seed();
 
-    if (const std::optional<int64_t> n = integer_field(body, "n"); n && *n != 1)
-        throw ApiError(400, "'n' must be 1 (one choice per request)", "invalid_value");
+    if (const std::optional<int64_t> n = integer_field(body, "n")) {
+        if (*n < 1) throw ApiError(400, "'n' must be at least 1", "invalid_value");
+        if (*n > 1 && endpoint == Endpoint::llama_completion)
+            throw ApiError(400, "'n' > 1 is for /v1/chat/completions and /v1/completions; /completion gives one answer",
+                           "invalid_value");
+        params.n = *n;
+    }
     for (const char* key : {"max_tokens", "max_completion_tokens", "n_predict"}) {
         const std::optional<int64_t> limit = integer_field(body, key);
         if (!limit) continue;

@@ -43,6 +43,7 @@ struct GenerationParams {
     std::optional<std::string> grammar;
     std::optional<Json> json_schema;
     bool cache_prompt = true;           // llama.cpp's: resume from the prompt cache
+    int64_t n = 1;                      // choices from the one prompt (OpenAI's `n`)
 };
 
 // What a request leaves out, as `k3 serve --temp --top-p --top-k --min-p --seed -n` set it.

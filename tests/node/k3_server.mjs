@@ -21,8 +21,9 @@ export async function startServer(k3, model, args) {
   return { child, exited, port, base: `http://127.0.0.1:${port}` };
 }
 
-// Runs each check in turn, stops the server (which must exit 0), and exits 0 only if all passed.
-export async function runChecks(checks, server) {
+// Runs each check in turn, then `cleanup` if given, stops the server (which must exit 0), and
+// exits 0 only if all passed.
+export async function runChecks(checks, server, cleanup) {
   let failed = 0;
   for (const [name, check] of Object.entries(checks)) {
     try {
@@ -33,6 +34,7 @@ export async function runChecks(checks, server) {
       console.log(`FAIL ${name}: ${e.stack ?? e}`);
     }
   }
+  if (cleanup) await cleanup();
   server.child.kill('SIGTERM');
   const { code, signal } = await server.exited;
   if (code !== 0) {
