@@ -68,23 +68,23 @@ struct alignas(64) TileConfig {
     uint8_t rows[16] = {16, 16, 16, 16, 16, 8, 16, 8};
 };
 
-// Rows [r0, r0 + rows) of the weights as A tiles (zero levels and scales past `rows`).
+// Rows [r0, r0 + rows) of the weights as A tiles (zero levels and scales past `rows`), each row
+// read in order (the rows' bytes stream from memory: one sequential pass for the prefetcher).
 template <typename F>
 void decode_rows(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks, const TileScratch& s) {
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        int8_t* tile = s.levels + size_t(b) * kTileRows * kBlockValues;
-        float* scale = s.scales + b * kTileRows;
-        for (int r = 0; r < kTileRows; ++r) {
+    for (int r = 0; r < kTileRows; ++r)
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            int8_t* level = s.levels + (size_t(b) * kTileRows + size_t(r)) * kBlockValues;
+            float* scale = s.scales + b * kTileRows + r;
             if (r >= rows) {
-                std::memset(tile + r * kBlockValues, 0, kBlockValues);
-                scale[r] = 0.0f;
+                std::memset(level, 0, kBlockValues);
+                *scale = 0.0f;
                 continue;
             }
             const uint8_t* block = w + size_t(r) * w_stride + size_t(b) * F::kBytes;
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + r * kBlockValues), int_simd::levels<F>(block));
-            scale[r] = int_formats::weight_scale<F>(block);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(level), int_simd::levels<F>(block));
+            *scale = int_formats::weight_scale<F>(block);
         }
-    }
 }
 
 // One slot's blocks (first, first + 8, ...) for a token group: its 16 row accumulators (16 tokens
