@@ -69,10 +69,14 @@ struct alignas(64) TileConfig {
 };
 
 // Rows [r0, r0 + rows) of the weights as A tiles (zero levels and scales past `rows`), each row
-// read in order (the rows' bytes stream from memory: one sequential pass for the prefetcher).
+// read in order while the same row of the next tile is prefetched: the weights stream from
+// memory, and the profile stalled on each row's loads without it.
 template <typename F>
 void decode_rows(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks, const TileScratch& s) {
-    for (int r = 0; r < kTileRows; ++r)
+    for (int r = 0; r < kTileRows; ++r) {
+        const uint8_t* next = w + size_t(r + kTileRows) * w_stride;
+        for (int64_t line = 0; line < n_blocks * F::kBytes; line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T1);
         for (int64_t b = 0; b < n_blocks; ++b) {
             int8_t* level = s.levels + (size_t(b) * kTileRows + size_t(r)) * kBlockValues;
             float* scale = s.scales + b * kTileRows + r;
@@ -85,6 +89,7 @@ void decode_rows(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks, 
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(level), int_simd::levels<F>(block));
             *scale = int_formats::weight_scale<F>(block);
         }
+    }
 }
 
 // One slot's blocks (first, first + 8, ...) for a token group: its 16 row accumulators (16 tokens
