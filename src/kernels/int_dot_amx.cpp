@@ -100,29 +100,18 @@ void decode_rows(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks, 
     const auto a_tile = [&](int64_t b) { return s.levels + size_t(b) * kTileRows * kBlockValues; };
     for (int64_t b = slot; b < n_blocks; b += 32) {
         const int count = int(std::min<int64_t>(4, (n_blocks - b + 7) / 8));
-        // The tile registers are named in the instructions: four products written out.
-        _tile_zero(0);
-        _tile_loadd(4, a_tile(b), kBlockValues);
-        _tile_loadd(5, group + b, 64);
-        _tile_dpbssd(0, 4, 5);
-        if (count > 1) {
-            _tile_zero(1);
-            _tile_loadd(6, a_tile(b + 8), kBlockValues);
-            _tile_loadd(7, group + b + 8, 64);
-            _tile_dpbssd(1, 6, 7);
-        }
-        if (count > 2) {
-            _tile_zero(2);
-            _tile_loadd(4, a_tile(b + 16), kBlockValues);
-            _tile_loadd(5, group + b + 16, 64);
-            _tile_dpbssd(2, 4, 5);
-        }
-        if (count > 3) {
-            _tile_zero(3);
-            _tile_loadd(6, a_tile(b + 24), kBlockValues);
-            _tile_loadd(7, group + b + 24, 64);
-            _tile_dpbssd(3, 6, 7);
-        }
+        // The tile registers are immediates of the instructions, hence a macro: C tile c gets
+        // the block's A tile (in register a) times its B tile (in register b).
+#define K3_TILE_PRODUCT(c, a, b, block)                       \
+    _tile_zero(c);                                            \
+    _tile_loadd(a, a_tile(block), kBlockValues);              \
+    _tile_loadd(b, group + (block), 64);                      \
+    _tile_dpbssd(c, a, b)
+        K3_TILE_PRODUCT(0, 4, 5, b);
+        if (count > 1) { K3_TILE_PRODUCT(1, 6, 7, b + 8); }
+        if (count > 2) { K3_TILE_PRODUCT(2, 4, 5, b + 16); }
+        if (count > 3) { K3_TILE_PRODUCT(3, 6, 7, b + 24); }
+#undef K3_TILE_PRODUCT
         constexpr int kSumStride = kAmxTokens * sizeof(int32_t);
         _tile_stored(0, s.sums, kSumStride);
         if (count > 1) _tile_stored(1, s.sums + 256, kSumStride);

@@ -179,6 +179,22 @@ protected:
         }
         EXPECT_NEAR(want, exact, 32 * FLT_EPSILON * magnitude + offset_slack) << where;
     }
+    // matmul's native path (two threads) gives every (token, row) of `rows` weight rows times
+    // each count of the tokens x (rounded: act) exactly the scalar reference's value.
+    void expect_matmul_is_reference(const uint8_t* weights, size_t w_bytes, int64_t rows, const float* x, const uint8_t* act,
+                                    int64_t n, std::initializer_list<int64_t> token_counts) const {
+        const MatrixView w{traits_, weights, n, rows, w_bytes};
+        const size_t act_bytes = activation_row_bytes(format_, n);
+        ThreadPool pool(2);
+        for (int64_t count : token_counts) {
+            std::vector<float> y(size_t(count * rows));
+            matmul(pool, w, x, n, count, y.data(), rows, Numerics::native);
+            for (int64_t t = 0; t < count; ++t)
+                for (int64_t r = 0; r < rows; ++r)
+                    ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(reference_(weights + r * w_bytes, act + t * act_bytes, n)))
+                        << "matmul, n " << n << ", " << count << " tokens, token " << t << " row " << r;
+        }
+    }
     void dequantized_activations(const uint8_t* act, float* a, int64_t n) const {
         for (int64_t b = 0; b < n / 32; ++b) {
             const size_t stride = activation_block_bytes(format_);
@@ -287,16 +303,7 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
                         }
                 }
         }
-    const MatrixView w{traits_, weights.data(), n, rows, w_bytes};
-    ThreadPool pool(2);
-    for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
-        std::vector<float> y(size_t(count * rows));
-        matmul(pool, w, x.data(), n, count, y.data(), rows, Numerics::native);
-        for (int64_t t = 0; t < count; ++t)
-            for (int64_t r = 0; r < rows; ++r)
-                ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
-                    << count << " tokens, token " << t << " row " << r;
-    }
+    expect_matmul_is_reference(weights.data(), w_bytes, rows, x.data(), act.data(), n, {1, 2, tokens});
 }
 
 // The AMX tile kernel gives every (row, token) exactly the scalar reference's value for row
@@ -358,18 +365,7 @@ TEST_P(IntDot, AmxTilesEqualTheScalarReference) {
                             << "n " << n << ", " << rows << " rows, " << tokens << " tokens, row " << r << " token " << t;
                     }
             }
-        if (!amx_enabled()) continue;
-        const MatrixView w{traits_, weights.data(), n, max_rows, w_bytes};
-        ThreadPool pool(2);
-        for (int64_t tokens : {int64_t(4), int64_t(17), max_tokens}) {
-            std::vector<float> y(size_t(tokens * max_rows));
-            matmul(pool, w, x.data(), n, tokens, y.data(), max_rows, Numerics::native);
-            for (int64_t t = 0; t < tokens; ++t)
-                for (int64_t r = 0; r < max_rows; ++r)
-                    ASSERT_EQ(bits_of(y[size_t(t * max_rows + r)]),
-                              bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
-                        << "matmul, n " << n << ", " << tokens << " tokens, token " << t << " row " << r;
-        }
+        if (amx_enabled()) expect_matmul_is_reference(weights.data(), w_bytes, max_rows, x.data(), act.data(), n, {4, 17, max_tokens});
     }
 }
 
