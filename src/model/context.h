@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "kernels/matmul.h"
@@ -39,11 +40,16 @@ struct ForwardContext {
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
         kernels::matmul(pool, w, x, w.cols, n, y, w.rows, numerics);
     }
-    // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x (kernels::matmul_same_input).
+    // Every output's y = W x for the same n rows of x (W.cols apart) in one pass over x
+    // (kernels::matmul_same_input: x rounded once, one hand-off to the threads).
+    void linear_same_input(std::span<const kernels::MatmulOutput> outputs, const float* x, int64_t n) const {
+        kernels::matmul_same_input(pool, outputs, x, outputs.front().w->cols, n, numerics);
+    }
+    // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x.
     void linear_pair(const kernels::MatrixView& w_gate, const kernels::MatrixView& w_up, const float* x, int64_t n,
                      float* gate, float* up) const {
         const kernels::MatmulOutput outputs[] = {{&w_gate, gate, w_gate.rows}, {&w_up, up, w_up.rows}};
-        kernels::matmul_same_input(pool, outputs, x, w_gate.cols, n, numerics);
+        linear_same_input(outputs, x, n);
     }
     void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
         if (dump && *dump) (*dump)(name, data, rows, cols);
