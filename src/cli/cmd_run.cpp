@@ -8,18 +8,21 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <optional>
 #include <sstream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/generation_front.h"
+#include "cli/parallel_option.h"
 #include "gguf/gguf_file.h"
 #include "runtime/session_file.h"
 #include "util/error.h"
@@ -126,8 +129,15 @@ int run_run(int argc, char** argv) {
     app.add_flag("--json", options.json,
                  "print one JSON object at the end (prompt_tokens, tokens, text, content, reasoning_content, "
                  "tool_calls, finish_reason, timings) instead of streaming");
+    ParallelOptions parallel_options;
+    add_parallel_options(app, parallel_options);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     if (!options.token_ids.empty()) options.raw = true;
+    // Each rank would resume from its own files, and the ranks must compute the same tokens.
+    if (parallel_options.tensor_parallel && !options.prompt_cache.empty())
+        throw UsageError("--prompt-cache: not with --parallel-mode tp");
+    if (parallel_options.tensor_parallel && !options.generation.cache.dir.empty())
+        throw UsageError("--cache-dir: not with --parallel-mode tp");
 
     if (options.print_prompt) {
         const auto file = gguf::GgufFile::open(options.generation.model_path);
@@ -144,16 +154,29 @@ int run_run(int argc, char** argv) {
     engine_options.n_threads = options.generation.threads;
     engine_options.residency = options.generation.residency;
     engine_options.numerics = options.generation.numerics;
+    const auto collective = start_parallel(parallel_options, engine_options);
+    const bool primary = writes_results(collective.get());
     const auto engine = runtime::Engine::load(options.generation.model_path, engine_options);
     check_context_size(options.generation.ctx_size, engine->n_ctx_train());
     const text::Tokenizer tokenizer = text::Tokenizer::from_gguf(engine->file());
     std::optional<ChatPrompter> prompter;
     if (!options.raw) prompter.emplace(engine->file(), tokenizer, options.generation);
-    const Prompt prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
+    // In a parallel job rank 0 reads the prompt (mpirun gives only it stdin) and sends its tokens
+    // and seed to the others, so that every rank samples the same tokens.
+    Prompt prompt;
+    if (primary) prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
     const bool chat = prompter.has_value();
+    if (collective) {
+        const std::string ids = collective->broadcast(
+            std::string(reinterpret_cast<const char*>(prompt.ids.data()), prompt.ids.size() * sizeof(int32_t)));
+        prompt.ids.resize(ids.size() / sizeof(int32_t));
+        std::memcpy(prompt.ids.data(), ids.data(), ids.size());
+        options.generation.seed = std::stoull(collective->broadcast(
+            std::to_string(options.generation.seed ? *options.generation.seed : std::random_device{}())));
+    }
 
     AnswerStreams streams;
-    streams.reasoning = options.json || options.generation.hide_reasoning ? nullptr : stderr;
+    streams.reasoning = options.json || options.generation.hide_reasoning || !primary ? nullptr : stderr;
     streams.dim_reasoning = isatty(STDERR_FILENO);
     streams.answer = options.json ? nullptr : stdout;
     AnswerPrinter printer(tokenizer, options.generation, streams, chat, chat && prompter->thinking());
@@ -171,7 +194,7 @@ int run_run(int argc, char** argv) {
         runtime::generate(session, prompt.ids, generation_params(options.generation, tokenizer),
                           [&](int32_t id) { return printer.push(id); });
     printer.finish();
-    if (chat) notice_cut_reasoning(printer, result, options.generation);
+    if (chat && primary) notice_cut_reasoning(printer, result, options.generation);
     // The prompt's last checkpoint (as far as a later prompt starting with this one can resume).
     if (const runtime::SessionSnapshot state = options.prompt_cache.empty() ? nullptr : cache.lookup(prompt.ids))
         runtime::write_session_file(options.prompt_cache, *state, engine->identity());
@@ -179,7 +202,7 @@ int run_run(int argc, char** argv) {
         const ordered_json out = result_json(prompt, result, printer, chat);
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
-    if (!options.generation.quiet) print_generation_stats(result.stats);
+    if (!options.generation.quiet && primary) print_generation_stats(result.stats);
     return 0;
 }
 

@@ -57,7 +57,7 @@ IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
     if (!kernels) return nullptr;
     if (const IntDotEntry* entry = entry_of(weight)) return kernels->*entry->kernel;
-    // The 256-value formats: one entry each in quant_unpack.h's with_format.
+    // The 256-value formats: one entry each in int_dot_q8k_formats.h's with_format.
     if (kernels == &scalar_int_dot_kernels()) return scalar_q8k_int_dot(weight);
     if (kernels == &avx2_int_dot_kernels()) return avx2_q8k_int_dot(weight);
     return avx512_q8k_int_dot(weight);

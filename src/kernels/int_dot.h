@@ -12,18 +12,20 @@
 //     the order of an 8-lane horizontal sum.
 // Eight lanes because that is one AVX2 register of block sums; the AVX-512 kernels keep the same
 // eight so that the levels agree exactly and a fixture result does not depend on the CPU.
-// × Q8_K (the 256-value formats: K-quants, IQ1…IQ4_XS, TQ; int_dot_q8k.h), with the weight block
-// unpacked to int8 levels and per-sub-block f32 scale and offset (quant_unpack.h, x = scale·q + offset):
-//   * per block b and 16-value slot j, isum_bj = Σ w_level · a_level, exact in int32;
-//   * slot accumulators acc[j] = fma(scale_j · d_a, float(isum_bj), acc[j]) (scale_j that of the
-//     sub-block holding slot j; one f32 product), and for Q2_K, Q4_K, Q5_K (x = d·sc·q − dmin·m)
-//     off[j] = fma(offset_j · d_a, float(bsum_bj), off[j]);
-//   * the row's value = reduce16(acc) (+ reduce16(off)), reduce16(a) = reduce(a[j] + a[j+8]).
+// × Q8_K (the 256-value formats: K-quants, IQ1…IQ4_XS, TQ; int_dot_q8k.h), llama.cpp's per-block
+// integer form, with x = d·sc·level − dmin·m (sc, m the integer scale and min of the 16-value slot;
+// d and dmin an f16 times a power of two the format fixes, int_dot_q8k_formats.h):
+//   * per block b, isum_b = Σ_j sc_j · Σ_{i in slot j} w_level · a_level, exact in int32, and for
+//     Q2_K, Q4_K, Q5_K msum_b = Σ_j m_j · bsum_bj, exact in int32;
+//   * acc = fma(d_w · d_a, float(isum_b), acc) and off = fma(dmin_w · d_a, float(msum_b), off),
+//     blocks in order (one f32 product each);
+//   * the row's value = acc − off (off = 0 for the formats without mins).
 // The kernels require activation levels in [-127, 127], which the quantisers give for finite rows.
 //
 // Adding a type: write its kernel per level, declare it below, and add one row to the table in
 // int_dot.cpp (its tile kernel is optional); a 256-value format instead gets every × Q8_K
-// kernel from its unpacker in quant_unpack.h. A type without a kernel keeps f32 activations
+// kernel from its description in int_dot_q8k_formats.h and its register decoder in
+// int_dot_q8k_simd.h. A type without a kernel keeps f32 activations
 // (kernels::matmul falls back to the DotRowFn path).
 #pragma once
 

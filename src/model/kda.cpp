@@ -116,6 +116,8 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     const HParams& hp = ctx.hp;
     const int64_t H = w.n_head, D = w.head_dim, I = H * D, K = hp.conv_kernel;
     const size_t rows = size_t(n * I);
+    // A parallel rank's own heads (model/shard.h): their projections computed whole here.
+    const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
     // 4.1 projections: u = W x, [n][I] each.  4.3 decay-gate input r = W_fb (W_fa x) + dt_bias:
     // [n][I]; beta logits [n][H]; gate z [n][I].  Every product of x in one pass.
@@ -124,8 +126,8 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     const kernels::MatmulOutput of_x[] = {{&w.q, u_q.data(), w.q.rows},          {&w.k, u_k.data(), w.k.rows},
                                           {&w.v, u_v.data(), w.v.rows},          {&w.f_a, low_rank.data(), w.f_a.rows},
                                           {&w.beta, beta.data(), w.beta.rows},   {&w.g, z.data(), w.g.rows}};
-    ctx.linear_same_input(of_x, x, n);
-    ctx.linear(w.f_b, low_rank.data(), n, gate.data());
+    heads_ctx.linear_same_input(of_x, x, n);
+    heads_ctx.linear(w.f_b, low_rank.data(), n, gate.data());
 
     // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
     std::vector<float> q(rows), k(rows), v(rows);
@@ -190,7 +192,7 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
         }
     kernels::multiply_sigmoid(z.data(), int64_t(rows), o.data());
     ctx.emit(layer_name(il, "kda_out"), o.data(), n, I);
-    ctx.linear(w.out, o.data(), n, out);
+    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, D, out);
 }
 
 }  // namespace k3::model

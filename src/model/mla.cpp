@@ -14,6 +14,8 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     const HParams& hp = ctx.hp;
     const int64_t H = w.n_head, Dk = hp.key_length_mla, Dv = hp.value_length_mla;
     const int64_t Lkv = hp.kv_lora_rank, Dr = hp.rope_dim, Dn = hp.nope_dim(), row = Lkv + Dr;
+    // A parallel rank's own heads (model/shard.h): their projections computed whole here.
+    const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
     // The products of x in one pass: W_qa · x (or W_q · x), W_kva · x and the output gate's W_gate · x.
     std::vector<float> q(size_t(n * H * Dk)), kv(size_t(n * row)), gate(w.gate ? size_t(n * H * Dv) : 0);
@@ -23,12 +25,12 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
                                            : kernels::MatmulOutput{&*w.q, q.data(), w.q->rows},
                                      {&w.kv_a, kv.data(), w.kv_a.rows}};
     if (w.gate) of_x[2] = {&*w.gate, gate.data(), w.gate->rows};
-    ctx.linear_same_input(std::span(of_x, w.gate ? 3 : 2), x, n);
+    heads_ctx.linear_same_input(std::span(of_x, w.gate ? 3 : 2), x, n);
     // 1. q = W_qb · RMSNorm(W_qa · x) (LoRA) or W_q · x: [n][H][Dk], per head [q_nope | q_pe]
     if (w.q_a) {
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
-        ctx.linear(*w.q_b, q_a.data(), n, q.data());
+        heads_ctx.linear(*w.q_b, q_a.data(), n, q.data());
     }
     // 2. kv = W_kva · x: [n][Lkv + Dr]; c = RMSNorm(kv[:Lkv]), k_pe = kv[Lkv:] (raw, no RoPE)
     for (int64_t t = 0; t < n; ++t)
@@ -76,7 +78,7 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     // 5. output gate o *= sigmoid(W_gate x);  6. out = W_o o
     if (w.gate) kernels::multiply_sigmoid(gate.data(), n * H * Dv, o.data());
     ctx.emit(layer_name(il, "mla_out"), o.data(), n, H * Dv);
-    ctx.linear(w.out, o.data(), n, out);
+    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, Dv, out);
 }
 
 }  // namespace k3::model

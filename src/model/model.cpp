@@ -10,6 +10,7 @@
 #include "model/kda.h"
 #include "model/mla.h"
 #include "model/moe.h"
+#include "model/shard.h"
 #include "model/situ.h"
 #include "util/error.h"
 
@@ -24,6 +25,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 }
 
 Model::~Model() = default;
+
+void Model::shard(int rank, int size) { shard_weights(weights_, hp_, rank, size); }
 
 SequenceState Model::new_state() const {
     SequenceState state;
@@ -91,7 +94,8 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     MappedExperts mapped_experts(weights_);
     MoeScratch moe_scratch(hp_, n);
     const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
-                             options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch};
+                             options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch,
+                             options.collective};
 
     // 3.2.1 inpL = token embeddings: [n][E]
     std::vector<float> partial(size_t(n * E));

@@ -24,6 +24,7 @@ struct ForwardOptions {
     DumpFn dump;  // named intermediates (blk.N.kda_out, blk.N.ffn_out, ...), when set
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
+    parallel::Collective* collective = nullptr;  // a parallel job's ranks (ForwardContext::collective)
 };
 
 // One sequence's part of a forward pass.
@@ -42,6 +43,10 @@ public:
     const gguf::GgufFile& file() const { return *file_; }
     const HParams& hparams() const { return hp_; }
     const ModelWeights& weights() const { return weights_; }
+
+    // Keeps only rank `rank` of `size`'s share of the weights (model/shard.h). Call after
+    // make_trunk_resident() and before any new_state().
+    void shard(int rank, int size);
 
     SequenceState new_state() const;  // an empty sequence
 

@@ -24,7 +24,7 @@ struct Engine::Impl {
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
     uint64_t identity = 0;     // model_identity(file)
 
-    void set_up_residency(const ResidencyOptions& options);
+    void set_up_residency(const ResidencyOptions& options, int n_ranks);
 };
 
 namespace {
@@ -37,7 +37,9 @@ uint64_t model_file_bytes(const gguf::GgufFile& file) {
 
 }  // namespace
 
-void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
+// n_ranks: the ranks of a parallel job, each of which touches about 1/n_ranks of the file (its
+// heads, rows and experts), so only that share has to fit.
+void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks) {
     std::string source = "--mem-budget";
     uint64_t budget = 0;
     if (options.mem_budget) {
@@ -47,9 +49,9 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    const uint64_t file_bytes = model_file_bytes(model->file());
+    const uint64_t share_bytes = model_file_bytes(model->file()) / uint64_t(n_ranks);
     const uint64_t working = estimate_working_bytes(hp) + options.prompt_cache_bytes;
-    if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
+    if (budget == 0 || share_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
 
     const BudgetSplit split =
         split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,
@@ -60,8 +62,9 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
     RoutingStats stats = have_stats ? RoutingStats::load(expert_stats_path, hp.n_layer, hp.n_expert)
                                     : RoutingStats(hp.n_layer, hp.n_expert);
     expert_cache = std::make_unique<ExpertCache>(model->file(), hp, split.cache_capacity, std::move(stats));
-    std::fprintf(stderr, "k3: model %s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
-                 util::format_byte_size(file_bytes).c_str(), util::format_byte_size(working).c_str(),
+    std::fprintf(stderr, "k3: model %s%s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
+                 util::format_byte_size(share_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
+                 util::format_byte_size(working).c_str(),
                  util::format_byte_size(budget).c_str(), source.c_str(), util::format_byte_size(split.cache_capacity).c_str());
     expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none));
     forward_options.experts = expert_cache.get();
@@ -80,13 +83,29 @@ Engine::~Engine() {
 
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
-    engine->impl_->model = model::Model::load(path);
-    engine->impl_->identity = model_identity(engine->impl_->model->file());
-    engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
-    engine->impl_->forward_options.kda_mode = options.kda_mode;
-    engine->impl_->forward_options.numerics = options.numerics;
-    engine->impl_->forward_options.dump = options.dump;
-    engine->impl_->set_up_residency(options.residency);
+    const auto load_here = [&] {
+        engine->impl_->model = model::Model::load(path);
+        engine->impl_->identity = model_identity(engine->impl_->model->file());
+        engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
+        engine->impl_->forward_options.kda_mode = options.kda_mode;
+        engine->impl_->forward_options.numerics = options.numerics;
+        engine->impl_->forward_options.dump = options.dump;
+        engine->impl_->forward_options.collective = options.collective;
+        engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
+        if (options.collective) engine->impl_->model->shard(options.collective->rank(), options.collective->size());
+    };
+    if (!options.collective) {
+        load_here();
+        return engine;
+    }
+    // Every rank reports before any forward pass, so that one rank's failure ends them all.
+    std::string load_error;
+    try {
+        load_here();
+    } catch (const std::exception& e) {
+        load_error = e.what();
+    }
+    parallel::agree_on_model(*options.collective, load_error, engine->impl_->identity, options.parallel_start_timeout);
     return engine;
 }
 

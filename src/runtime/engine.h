@@ -2,6 +2,7 @@
 // One Engine::decode() call runs one forward pass over several sequences of any lengths.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "model/context.h"  // KdaMode, DumpFn
 #include "model/state.h"
+#include "parallel/collective.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
 
 namespace k3::gguf { class GgufFile; }
@@ -36,6 +38,11 @@ struct EngineOptions {
     ResidencyOptions residency;
     // native: activations rounded as llama.cpp's CPU backend rounds them; exact: f32 (--exact).
     kernels::Numerics numerics = kernels::Numerics::native;
+    // A parallel job (--parallel-mode tp): every rank loads the same file, checks in with the others
+    // (each rank's load error or model hash, waiting at most parallel_start_timeout) and computes
+    // its share of every forward pass. Null: this process alone.
+    parallel::Collective* collective = nullptr;
+    std::chrono::milliseconds parallel_start_timeout = std::chrono::minutes(5);
 };
 
 // One sequence's part of a forward pass: its session and the tokens that continue it.
@@ -48,7 +55,8 @@ struct SequenceInput {
 
 class Engine {
 public:
-    // Opens and binds a K3 GGUF (every part of a split model). Throws k3::Error.
+    // Opens and binds a K3 GGUF (every part of a split model). Throws k3::Error; in a parallel
+    // job, on every rank when any rank failed.
     static std::unique_ptr<Engine> load(const std::string& path, const EngineOptions& options = {});
     ~Engine();
     Engine(const Engine&) = delete;
