@@ -119,7 +119,7 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight) { return int_dot_tile_kern
 
 const char* int_dot_level_name(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
-    if (kernels == &avx512_int_dot_kernels()) return "avx512-vnni";
+    if (kernels == &avx512_int_dot_kernels()) return isa == best_isa() && amx_enabled() ? "avx512-vnni+amx" : "avx512-vnni";
     if (kernels == &avx2_int_dot_kernels()) return "avx2";
     return "scalar";
 }

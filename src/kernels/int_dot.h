@@ -29,6 +29,7 @@
 // (kernels::matmul falls back to the DotRowFn path).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/activation_quant.h"
@@ -64,6 +65,23 @@ void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, Act
 // prefill: y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit.
 using IntDotLanesFn = IntDotTileFn;
 
+// AMX int8 tiles (isa.h: amx_supported()), for prefill: 16 weight rows by kAmxTokens tokens per
+// tile product, the tokens of each group packed once per matmul (pack_act_amx) into the tiles'
+// layout. y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit. For the × Q8_0 formats
+// without an offset (Q8_0, MXFP4, Q4_0, Q5_0, IQ4_NL).
+constexpr int kAmxTokens = 16;
+size_t amx_group_bytes(int64_t n);    // one packed group of kAmxTokens rows of n values
+size_t amx_scratch_bytes(int64_t n);  // the scratch one call needs for rows of n values
+// Packs n_tokens <= kAmxTokens Q8_0 rows (act_stride bytes apart) into one group; tokens past
+// n_tokens are zeros.
+void pack_act_amx(const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* group);
+// act_groups: ceil(n_tokens / kAmxTokens) packed groups, group_stride bytes apart; scratch:
+// amx_scratch_bytes(n) bytes, 64-byte aligned.
+using IntDotAmxFn = void (*)(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_groups,
+                             size_t group_stride, int64_t n_tokens, int64_t n, float* y, int64_t y_stride, void* scratch);
+// Null where the CPU lacks AMX or the type has no AMX kernel (int_dot_amx.cpp).
+IntDotAmxFn int_dot_amx_kernel(tensor::Type weight);
+
 // The kernel for (weight type, isa): null if the type has no integer kernel or the CPU lacks the
 // isa. Isa::avx512 needs AVX-512 VNNI besides F/BW/VL; without it the AVX2 kernel runs there.
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
@@ -75,7 +93,8 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight);
 // The lane kernel for (weight type, isa); null where there is none.
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa);
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight);
-// The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni".
+// The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni"
+// ("avx512-vnni+amx" for the selected level where prefill uses AMX tiles).
 const char* int_dot_level_name(Isa isa);
 
 // The kernels, per level (int_dot_scalar.cpp, int_dot_avx2.cpp, int_dot_avx512.cpp).

@@ -119,17 +119,15 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     // A parallel rank's own heads (model/shard.h): their projections computed whole here.
     const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
-    // 4.1 projections: u = W x, [n][I] each
+    // 4.1 projections: u = W x, [n][I] each.  4.3 decay-gate input r = W_fb (W_fa x) + dt_bias:
+    // [n][I]; beta logits [n][H]; gate z [n][I].  Every product of x in one pass.
     std::vector<float> u_q(rows), u_k(rows), u_v(rows);
-    heads_ctx.linear(w.q, x, n, u_q.data());
-    heads_ctx.linear(w.k, x, n, u_k.data());
-    heads_ctx.linear(w.v, x, n, u_v.data());
-    // 4.3 decay-gate input r = W_fb (W_fa x) + dt_bias: [n][I]; beta logits [n][H]; gate z [n][I]
     std::vector<float> low_rank(size_t(n * w.f_a.rows)), gate(rows), beta(size_t(n * H)), z(rows);
-    heads_ctx.linear(w.f_a, x, n, low_rank.data());
+    const kernels::MatmulOutput of_x[] = {{&w.q, u_q.data(), w.q.rows},          {&w.k, u_k.data(), w.k.rows},
+                                          {&w.v, u_v.data(), w.v.rows},          {&w.f_a, low_rank.data(), w.f_a.rows},
+                                          {&w.beta, beta.data(), w.beta.rows},   {&w.g, z.data(), w.g.rows}};
+    heads_ctx.linear_same_input(of_x, x, n);
     heads_ctx.linear(w.f_b, low_rank.data(), n, gate.data());
-    heads_ctx.linear(w.beta, x, n, beta.data());
-    heads_ctx.linear(w.g, x, n, z.data());
 
     // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
     std::vector<float> q(rows), k(rows), v(rows);
