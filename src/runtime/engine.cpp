@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -23,6 +24,7 @@ struct Engine::Impl {
     std::string expert_stats_path;
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
     uint64_t identity = 0;     // model_identity(file)
+    uint64_t prompt_cache_bytes = 0;
 
     void set_up_residency(const ResidencyOptions& options);
 };
@@ -48,7 +50,18 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
     }
     const model::HParams& hp = model->hparams();
     const uint64_t file_bytes = model_file_bytes(model->file());
-    const uint64_t working = estimate_working_bytes(hp) + options.prompt_cache_bytes;
+    constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
+    const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
+    if (options.prompt_cache_bytes) {
+        prompt_cache_bytes = *options.prompt_cache_bytes;
+    } else if (budget == 0) {
+        prompt_cache_bytes = kPromptCacheDefault;
+    } else if (model_and_working < budget) {
+        prompt_cache_bytes = std::min(kPromptCacheDefault, budget - model_and_working);
+    } else {
+        prompt_cache_bytes = std::min(kPromptCacheDefault, budget / 16);
+    }
+    const uint64_t working = estimate_working_bytes(hp) + prompt_cache_bytes;
     if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
 
     const BudgetSplit split =
@@ -106,6 +119,7 @@ std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<S
 
 model::SequenceState Engine::empty_state() const { return impl_->model->new_state(); }
 uint64_t Engine::identity() const { return impl_->identity; }
+uint64_t Engine::prompt_cache_bytes() const { return impl_->prompt_cache_bytes; }
 
 void Engine::decode(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;

@@ -25,7 +25,10 @@ struct ResidencyOptions {
     std::optional<uint64_t> mem_budget;  // bytes; unset: from the memory limit (memory_budget.h); 0: none
     std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
     std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
-    uint64_t prompt_cache_bytes = 0;     // the prompt cache's budget (--cache-ram), left free like working memory
+    // The prompt cache's memory (--cache-ram), left free in the budget like working memory.
+    // Unset: 8 GiB without a budget; under one, what the model and working memory leave (at
+    // most 8 GiB), or a 16th of the budget (at most 8 GiB) when experts stream from disk.
+    std::optional<uint64_t> prompt_cache_bytes;
 };
 
 struct EngineOptions {
@@ -65,6 +68,8 @@ public:
 
     // The expert cache's figures when experts are streamed under a budget; nullopt otherwise.
     std::optional<ExpertCacheCounters> expert_cache_counters() const;
+    // The prompt cache's share of the memory budget (ResidencyOptions::prompt_cache_bytes).
+    uint64_t prompt_cache_bytes() const;
 
     std::unique_ptr<Session> new_session() const;
     model::SequenceState empty_state() const;  // a sequence that has consumed nothing

@@ -140,6 +140,7 @@ TEST_F(PrefixCacheTest, DiskTierSurvivesARestartAndIgnoresCorruptOrForeignFiles)
         PrefixCache cache(*engine_, {.dir = dir.path()});
         CachedSession session(*engine_, &cache);
         expect_as_cold(session, prompt);
+        cache.flush_disk();
         EXPECT_GT(cache.stats().disk_entries, 0u);
     }
     std::string checkpoint_file;
