@@ -123,20 +123,32 @@ uint64_t Engine::prompt_cache_bytes() const { return impl_->prompt_cache_bytes; 
 
 void Engine::decode(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;
+    std::vector<std::vector<model::SequenceState>> captured(inputs.size());
     const size_t V = size_t(n_vocab());
-    for (SequenceInput& input : inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        SequenceInput& input = inputs[i];
         if (!input.session || &input.session->engine() != this)
             throw Error("decode: every input needs a session of this engine");
         input.logits.assign(input.tokens.empty() ? 0 : (input.all_logits ? input.tokens.size() : 1) * V, 0.0f);
-        requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data()});
+        requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data(),
+                            input.capture_at, &captured[i]});
     }
     for (size_t i = 0; i < requests.size(); ++i)
         for (size_t j = 0; j < i; ++j)
             if (requests[i].state == requests[j].state) throw Error("decode: a session appears twice in one batch");
     std::lock_guard lock(impl_->forward_mutex);
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
-    for (SequenceInput& input : inputs)
-        input.session->state_.tokens.insert(input.session->state_.tokens.end(), input.tokens.begin(), input.tokens.end());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        SequenceInput& input = inputs[i];
+        std::vector<int32_t>& tokens = input.session->state_.tokens;
+        input.captured.clear();
+        for (size_t c = 0; c < captured[i].size(); ++c) {
+            std::vector<int32_t> prefix(tokens);
+            prefix.insert(prefix.end(), input.tokens.begin(), input.tokens.begin() + std::ptrdiff_t(input.capture_at[c]));
+            input.captured.push_back(std::make_shared<const SessionState>(SessionState{std::move(captured[i][c]), std::move(prefix)}));
+        }
+        tokens.insert(tokens.end(), input.tokens.begin(), input.tokens.end());
+    }
 }
 
 Session::Session(const Engine& engine) : engine_(engine) { reset(); }

@@ -12,6 +12,7 @@
 #include "model/context.h"  // KdaMode, DumpFn
 #include "model/state.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
+#include "runtime/session.h"       // SessionSnapshot
 
 namespace k3::gguf { class GgufFile; }
 
@@ -47,6 +48,11 @@ struct SequenceInput {
     std::span<const int32_t> tokens;
     bool all_logits = false;    // logits for every token; otherwise only for the last one
     std::vector<float> logits;  // out: [n_rows][n_vocab], n_rows = tokens.size() or 1
+    // Snapshots inside the pass (the prompt cache's checkpoints): token counts into `tokens`,
+    // ascending, each strictly inside; captured[i] is the session as it was after capture_at[i]
+    // of them, taken without stopping the pass there.
+    std::vector<int64_t> capture_at = {};
+    std::vector<SessionSnapshot> captured = {};  // out
 };
 
 class Engine {

@@ -31,7 +31,7 @@ struct Scheduler::Pending {
 };
 
 // A request holding a slot's session: it resumes from the prompt cache, feeds the rest of its
-// prompt in chunks (pausing at checkpoint positions to store states), then one sampled token per step.
+// prompt in chunks (capturing states at checkpoint positions for the cache), then one sampled token per step.
 struct Scheduler::Slot {
     std::unique_ptr<Pending> pending;
     int id;
@@ -198,9 +198,12 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         SequenceInput input;
         input.session = slot->session;
         if (slot->prefilling()) {
-            size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
-            if (slot->next_checkpoint < slot->checkpoints.size())
-                n = std::min(n, size_t(slot->checkpoints[slot->next_checkpoint]) - slot->n_fed);
+            const size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
+            // Checkpoints inside this chunk are captured by its pass (a pause would cost a pass
+            // of its own); one at its end is a snapshot after it.
+            for (size_t c = slot->next_checkpoint; c < slot->checkpoints.size(); ++c)
+                if (size_t(slot->checkpoints[c]) < slot->n_fed + n)
+                    input.capture_at.push_back(slot->checkpoints[c] - int64_t(slot->n_fed));
             input.tokens = std::span(prompt.data() + slot->n_fed, n);
         } else {
             input.tokens = std::span(&slot->last, 1);
@@ -225,6 +228,8 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         if (slot.prefilling()) {
             slot.n_fed += inputs[i].tokens.size();
             prompt_tokens += inputs[i].tokens.size();
+            for (const SessionSnapshot& captured : inputs[i].captured) cache_.insert(captured);
+            slot.next_checkpoint += inputs[i].captured.size();
             if (slot.at_checkpoint()) {
                 cache_.insert(slot.session->snapshot());
                 ++slot.next_checkpoint;

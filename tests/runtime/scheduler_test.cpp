@@ -179,6 +179,30 @@ TEST_F(SchedulerTest, RequestsResumeFromTheCacheWithSeveralSlotsBusy) {
     EXPECT_EQ(uncached->wait().n_cached, 0);
 }
 
+TEST_F(SchedulerTest, CheckpointsInsideAPromptPassAreCapturedAndResumeAsCold) {
+    const nlohmann::json cases = nlohmann::json::parse(read_text(fixture("tiny-k3/cases.json")))["cases"];
+    const int64_t system = int64_t(cases[2]["prompt"].size());
+    // One pass per prompt (the default prefill chunk): the checkpoints at the message boundary
+    // and at the branch from a cached prompt fall inside it.
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 1, .ctx_size = 512});
+    auto run = [&](size_t question, std::vector<int64_t> boundaries) {
+        auto sink = std::make_shared<CollectingSink>();
+        runtime::GenerationRequest request = greedy(conversation(cases, question), 4);
+        request.boundaries = std::move(boundaries);
+        EXPECT_NE(scheduler.submit(request, sink), nullptr);
+        const GenerationSummary summary = sink->wait();
+        runtime::CachedSession cold(*engine_);
+        EXPECT_EQ(sink->tokens(), runtime::generate(cold, conversation(cases, question), greedy({}, 4).params,
+                                                    [](int32_t) { return true; }).tokens)
+            << "question " << question;
+        return summary.n_cached;
+    };
+    EXPECT_EQ(run(1, {}), 0);
+    EXPECT_EQ(run(3, {}), 0) << "parts from the first after the system prompt: a checkpoint at the branch";
+    EXPECT_EQ(run(0, {}), system / 16 * 16);
+    EXPECT_EQ(run(0, {system + 2}), system / 16 * 16) << "an exact repeat resumes near its end";
+}
+
 TEST_F(SchedulerTest, SlotFilesSaveRestoreAndErase) {
     ScratchDir dir;
     runtime::Scheduler scheduler(*engine_, {.n_slots = 2, .ctx_size = 256});
