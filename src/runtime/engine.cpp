@@ -58,8 +58,10 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
         prompt_cache_bytes = kPromptCacheDefault;
     } else if (model_and_working < budget) {
         prompt_cache_bytes = std::min(kPromptCacheDefault, budget - model_and_working);
-    } else {
-        prompt_cache_bytes = std::min(kPromptCacheDefault, budget / 16);
+    } else {  // experts stream: a 16th, from what the expert cache can spare beyond its least
+        const uint64_t least = model->trunk_bytes() + estimate_working_bytes(hp) +
+                               2 * ExpertCache::largest_expert_bytes(model->file(), hp);
+        prompt_cache_bytes = std::min({kPromptCacheDefault, budget / 16, budget > least ? budget - least : 0});
     }
     const uint64_t working = estimate_working_bytes(hp) + prompt_cache_bytes;
     if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget

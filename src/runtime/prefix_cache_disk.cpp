@@ -58,7 +58,10 @@ std::vector<PrefixCacheDisk::File> PrefixCacheDisk::scan() {
         const std::string path = entry.path().string();
         if (!entry.is_regular_file() || !path.ends_with(kFileSuffix)) continue;
         try {
-            found.push_back({{read_session_file_tokens(path, identity_), path}, entry.file_size(), entry.last_write_time()});
+            std::error_code size_ec, time_ec;
+            Found f{{read_session_file_tokens(path, identity_), path}, entry.file_size(size_ec), entry.last_write_time(time_ec)};
+            if (size_ec || time_ec) throw Error(path + ": " + (size_ec ? size_ec : time_ec).message());
+            found.push_back(std::move(f));
         } catch (const Error& e) {
             warn(std::string("ignoring ") + e.what());
         }

@@ -16,6 +16,7 @@
 #include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/generation.h"
+#include "runtime/memory_budget.h"
 #include "runtime/prefix_cache.h"
 #include "runtime/prefix_cache_disk.h"
 #include "runtime/session.h"
@@ -176,6 +177,26 @@ TEST_F(PrefixCacheTest, DiskTierSurvivesARestartAndIgnoresCorruptOrForeignFiles)
     PrefixCache restarted(*engine_, {.dir = dir.path()});
     CachedSession session(*engine_, &restarted);
     EXPECT_EQ(expect_as_cold(session, longer), 0);  // nothing trustworthy matches: computed cold
+}
+
+TEST_F(PrefixCacheTest, TheDefaultMemoryIsCountedIntoTheBudget) {
+    constexpr uint64_t GiB = uint64_t(1) << 30, MiB = uint64_t(1) << 20;
+    const uint64_t model_and_working =
+        std::filesystem::file_size(fixture_->model_path) + estimate_working_bytes(engine_->hparams());
+    auto cache_bytes = [&](uint64_t budget, std::optional<uint64_t> given) {
+        EngineOptions options;
+        options.n_threads = 1;
+        options.residency.mem_budget = budget;
+        options.residency.prompt_cache_bytes = given;
+        const std::unique_ptr<Engine> engine = Engine::load(fixture_->model_path, options);
+        EXPECT_FALSE(engine->expert_cache_counters()) << "the model fits, with the cache";
+        EXPECT_EQ(PrefixCache(*engine, {}).ram_bytes(), engine->prompt_cache_bytes());
+        return engine->prompt_cache_bytes();
+    };
+    EXPECT_EQ(cache_bytes(0, {}), 8 * GiB) << "no budget: llama-server's default";
+    EXPECT_EQ(cache_bytes(model_and_working + 100 * MiB, {}), 100 * MiB) << "what the model leaves";
+    EXPECT_EQ(cache_bytes(model_and_working + 64 * GiB, {}), 8 * GiB) << "at most 8 GiB";
+    EXPECT_EQ(cache_bytes(model_and_working + 100 * MiB, 50 * MiB), 50 * MiB) << "--cache-ram given";
 }
 
 TEST_F(PrefixCacheTest, StatesCapturedInsideAPassResumeAsCold) {
