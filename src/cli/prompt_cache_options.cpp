@@ -19,8 +19,8 @@ void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& option
                }
            },
            "memory for the prompt cache's states, counted into --mem-budget; least recently used states go "
-           "first (default 8G as llama-server; under a memory budget what the model leaves, at most 8G, or a "
-           "16th of the budget when experts stream from disk; 0: keep none)")
+           "first (default: what the model and working memory leave of --mem-budget, at most 8G as llama-server, "
+           "or a 16th of the budget when experts stream from disk; 8G with --mem-budget off; 0: keep none)")
         ->type_name("SIZE");
     app.add_option("--cache-checkpoint-every", options.checkpoint_every,
                    "tokens between the prompt cache's KDA checkpoints, a multiple of 16 (default 256)")

@@ -87,8 +87,10 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         SequenceSlice slice{r.state, n, int64_t(r.tokens.size())};
         if (!r.capture_at.empty()) {
             for (size_t i = 0; i < r.capture_at.size(); ++i)
-                if (r.capture_at[i] <= (i ? r.capture_at[i - 1] : 0) || r.capture_at[i] >= slice.n_tokens)
-                    throw Error("forward: capture positions must ascend strictly inside the tokens");
+                if (r.capture_at[i] <= (i ? r.capture_at[i - 1] : 0) || r.capture_at[i] >= slice.n_tokens ||
+                    r.capture_at[i] % kKdaChunk != 0)
+                    throw Error("forward: capture positions must be multiples of the KDA chunk (" +
+                                std::to_string(kKdaChunk) + ") ascending strictly inside the tokens");
             r.captured->assign(r.capture_at.size(), SequenceState{});
             for (size_t i = 0; i < r.capture_at.size(); ++i) {
                 SequenceState& captured = (*r.captured)[i];

@@ -27,8 +27,8 @@ struct ResidencyOptions {
     std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
     std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
     // The prompt cache's memory (--cache-ram), left free in the budget like working memory.
-    // Unset: 8 GiB without a budget; under one, what the model and working memory leave (at
-    // most 8 GiB), or a 16th of the budget (at most 8 GiB) when experts stream from disk.
+    // Unset: what the model and working memory leave of the budget (at most 8 GiB, llama-server's
+    // default), a 16th of it when experts stream from disk, 8 GiB without a budget.
     std::optional<uint64_t> prompt_cache_bytes;
 };
 
@@ -49,8 +49,8 @@ struct SequenceInput {
     bool all_logits = false;    // logits for every token; otherwise only for the last one
     std::vector<float> logits;  // out: [n_rows][n_vocab], n_rows = tokens.size() or 1
     // Snapshots inside the pass (the prompt cache's checkpoints): token counts into `tokens`,
-    // ascending, each strictly inside; captured[i] is the session as it was after capture_at[i]
-    // of them, taken without stopping the pass there.
+    // multiples of model::kKdaChunk, ascending, each strictly inside; captured[i] is the session
+    // as it was after capture_at[i] of them, taken without stopping the pass there.
     std::vector<int64_t> capture_at = {};
     std::vector<SessionSnapshot> captured = {};  // out
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "model/kda.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
@@ -200,10 +201,12 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         if (slot->prefilling()) {
             const size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
             // Checkpoints inside this chunk are captured by its pass (a pause would cost a pass
-            // of its own); one at its end is a snapshot after it.
-            for (size_t c = slot->next_checkpoint; c < slot->checkpoints.size(); ++c)
-                if (size_t(slot->checkpoints[c]) < slot->n_fed + n)
-                    input.capture_at.push_back(slot->checkpoints[c] - int64_t(slot->n_fed));
+            // of its own); one at its end is a snapshot after it. One off the pass's KDA chunks
+            // (a --prefill-chunk that is no multiple of 16) is skipped: it would not be exact.
+            for (size_t c = slot->next_checkpoint; c < slot->checkpoints.size(); ++c) {
+                const int64_t offset = slot->checkpoints[c] - int64_t(slot->n_fed);
+                if (offset < int64_t(n) && offset % model::kKdaChunk == 0) input.capture_at.push_back(offset);
+            }
             input.tokens = std::span(prompt.data() + slot->n_fed, n);
         } else {
             input.tokens = std::span(&slot->last, 1);
@@ -229,7 +232,8 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
             slot.n_fed += inputs[i].tokens.size();
             prompt_tokens += inputs[i].tokens.size();
             for (const SessionSnapshot& captured : inputs[i].captured) cache_.insert(captured);
-            slot.next_checkpoint += inputs[i].captured.size();
+            while (slot.next_checkpoint < slot.checkpoints.size() && slot.checkpoints[slot.next_checkpoint] < int64_t(slot.n_fed))
+                ++slot.next_checkpoint;
             if (slot.at_checkpoint()) {
                 cache_.insert(slot.session->snapshot());
                 ++slot.next_checkpoint;

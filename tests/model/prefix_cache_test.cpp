@@ -224,10 +224,12 @@ TEST_F(PrefixCacheTest, StatesCapturedInsideAPassResumeAsCold) {
     // The pass itself ends where an uncaptured one does.
     const std::vector<float> passed(input.logits.begin(), input.logits.begin() + fixture_->n_vocab);
     EXPECT_EQ(testing::max_abs_diff(passed.data(), cold.data(), fixture_->n_vocab), 0.0f);
-    input.capture_at = {int64_t(prompt.size())};
     std::unique_ptr<Session> other = engine_->new_session();
     input.session = other.get();
-    EXPECT_THROW(engine_->decode(std::span(&input, 1)), Error) << "a capture at the pass's end";
+    input.capture_at = {int64_t(prompt.size()) / 16 * 16 + 16};
+    EXPECT_THROW(engine_->decode(std::span(&input, 1)), Error) << "a capture past the pass's end";
+    input.capture_at = {24};
+    EXPECT_THROW(engine_->decode(std::span(&input, 1)), Error) << "a capture off the KDA chunks";
 }
 
 // The disk tier on its own: states of the fixture's prompts, each file about the same size.
