@@ -34,6 +34,13 @@ struct SequenceRequest {
     std::span<const int32_t> tokens;
     bool all_logits = false;
     float* logits = nullptr;  // out: [all_logits ? tokens.size() : 1][n_vocab]
+    // States inside the pass, for the prompt cache: after capture_at[i] tokens (multiples of
+    // kKdaChunk, so the KDA chunks stay where they were; ascending, each in (0, tokens.size()))
+    // the sequence's state goes to (*captured)[i], as if the pass had stopped there, without a
+    // pass of its own. A KDA state cannot be cut back, so this is the only way to checkpoint it
+    // inside a prompt fed at once.
+    std::span<const int64_t> capture_at = {};
+    std::vector<SequenceState>* captured = nullptr;
 };
 
 class Model {

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -23,6 +24,7 @@ struct Engine::Impl {
     std::string expert_stats_path;
     std::mutex forward_mutex;  // one forward pass at a time (the pool is shared)
     uint64_t identity = 0;     // model_identity(file)
+    uint64_t prompt_cache_bytes = 0;
 
     void set_up_residency(const ResidencyOptions& options, int n_ranks);
 };
@@ -49,9 +51,23 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    const uint64_t share_bytes = model_file_bytes(model->file()) / uint64_t(n_ranks);
-    const uint64_t working = estimate_working_bytes(hp) + options.prompt_cache_bytes;
-    if (budget == 0 || share_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
+    // A parallel job's rank keeps its share of the file (model/shard.h).
+    const uint64_t file_bytes = model_file_bytes(model->file()) / uint64_t(n_ranks);
+    constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
+    const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
+    if (options.prompt_cache_bytes) {
+        prompt_cache_bytes = *options.prompt_cache_bytes;
+    } else if (budget == 0) {
+        prompt_cache_bytes = kPromptCacheDefault;
+    } else if (model_and_working < budget) {
+        prompt_cache_bytes = std::min(kPromptCacheDefault, budget - model_and_working);
+    } else {  // experts stream: a 16th, from what the expert cache can spare beyond its least
+        const uint64_t least = model->trunk_bytes() + estimate_working_bytes(hp) +
+                               2 * ExpertCache::largest_expert_bytes(model->file(), hp);
+        prompt_cache_bytes = std::min({kPromptCacheDefault, budget / 16, budget > least ? budget - least : 0});
+    }
+    const uint64_t working = estimate_working_bytes(hp) + prompt_cache_bytes;
+    if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
 
     const BudgetSplit split =
         split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,
@@ -126,23 +142,36 @@ std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<S
 
 model::SequenceState Engine::empty_state() const { return impl_->model->new_state(); }
 uint64_t Engine::identity() const { return impl_->identity; }
+uint64_t Engine::prompt_cache_bytes() const { return impl_->prompt_cache_bytes; }
 
 void Engine::decode(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;
+    std::vector<std::vector<model::SequenceState>> captured(inputs.size());
     const size_t V = size_t(n_vocab());
-    for (SequenceInput& input : inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        SequenceInput& input = inputs[i];
         if (!input.session || &input.session->engine() != this)
             throw Error("decode: every input needs a session of this engine");
         input.logits.assign(input.tokens.empty() ? 0 : (input.all_logits ? input.tokens.size() : 1) * V, 0.0f);
-        requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data()});
+        requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data(),
+                            input.capture_at, &captured[i]});
     }
     for (size_t i = 0; i < requests.size(); ++i)
         for (size_t j = 0; j < i; ++j)
             if (requests[i].state == requests[j].state) throw Error("decode: a session appears twice in one batch");
     std::lock_guard lock(impl_->forward_mutex);
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
-    for (SequenceInput& input : inputs)
-        input.session->state_.tokens.insert(input.session->state_.tokens.end(), input.tokens.begin(), input.tokens.end());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        SequenceInput& input = inputs[i];
+        std::vector<int32_t>& tokens = input.session->state_.tokens;
+        input.captured.clear();
+        for (size_t c = 0; c < captured[i].size(); ++c) {
+            std::vector<int32_t> prefix(tokens);
+            prefix.insert(prefix.end(), input.tokens.begin(), input.tokens.begin() + std::ptrdiff_t(input.capture_at[c]));
+            input.captured.push_back(std::make_shared<const SessionState>(SessionState{std::move(captured[i][c]), std::move(prefix)}));
+        }
+        tokens.insert(tokens.end(), input.tokens.begin(), input.tokens.end());
+    }
 }
 
 Session::Session(const Engine& engine) : engine_(engine) { reset(); }

@@ -14,6 +14,7 @@
 #include "model/state.h"
 #include "parallel/collective.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
+#include "runtime/session.h"       // SessionSnapshot
 
 namespace k3::gguf { class GgufFile; }
 
@@ -27,7 +28,10 @@ struct ResidencyOptions {
     std::optional<uint64_t> mem_budget;  // bytes; unset: from the memory limit (memory_budget.h); 0: none
     std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
     std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
-    uint64_t prompt_cache_bytes = 0;     // the prompt cache's budget (--cache-ram), left free like working memory
+    // The prompt cache's memory (--cache-ram), left free in the budget like working memory.
+    // Unset: what the model and working memory leave of the budget (at most 8 GiB, llama-server's
+    // default), a 16th of it when experts stream from disk, 8 GiB without a budget.
+    std::optional<uint64_t> prompt_cache_bytes;
 };
 
 struct EngineOptions {
@@ -52,6 +56,11 @@ struct SequenceInput {
     std::span<const int32_t> tokens;
     bool all_logits = false;    // logits for every token; otherwise only for the last one
     std::vector<float> logits;  // out: [n_rows][n_vocab], n_rows = tokens.size() or 1
+    // Snapshots inside the pass (the prompt cache's checkpoints): token counts into `tokens`,
+    // multiples of model::kKdaChunk, ascending, each strictly inside; captured[i] is the session
+    // as it was after capture_at[i] of them, taken without stopping the pass there.
+    std::vector<int64_t> capture_at = {};
+    std::vector<SessionSnapshot> captured = {};  // out
 };
 
 class Engine {
@@ -74,6 +83,8 @@ public:
 
     // The expert cache's figures when experts are streamed under a budget; nullopt otherwise.
     std::optional<ExpertCacheCounters> expert_cache_counters() const;
+    // The prompt cache's share of the memory budget (ResidencyOptions::prompt_cache_bytes).
+    uint64_t prompt_cache_bytes() const;
 
     std::unique_ptr<Session> new_session() const;
     model::SequenceState empty_state() const;  // a sequence that has consumed nothing
