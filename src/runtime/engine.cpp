@@ -79,7 +79,7 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
                                     : RoutingStats(hp.n_layer, hp.n_expert);
     expert_cache = std::make_unique<ExpertCache>(model->file(), hp, split.cache_capacity, std::move(stats));
     std::fprintf(stderr, "k3: model %s%s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
-                 util::format_byte_size(share_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
+                 util::format_byte_size(file_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
                  util::format_byte_size(working).c_str(),
                  util::format_byte_size(budget).c_str(), source.c_str(), util::format_byte_size(split.cache_capacity).c_str());
     expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none));
