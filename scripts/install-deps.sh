@@ -8,8 +8,10 @@ packages=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libedit-dev liburing-dev
   libboost-dev
+  openmpi-bin libopenmpi-dev        # parallel jobs across ranks (--parallel-mode tp)
   jq                                # bench/compare_llama_cpp.sh reads both engines' JSON
   nodejs                            # test-only oracles (tiktoken, openai client)
+  chromium                          # test-only: the chat page in headless Chromium (playwright-core)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/numerics_option.h"
 #include "cli/options.h"
+#include "cli/parallel_option.h"
 #include "cli/residency_options.h"
 #include "kernels/int_dot.h"
 #include "model/hparams.h"
@@ -84,7 +85,10 @@ int run_bench(int argc, char** argv) {
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
+    ParallelOptions parallel_options;
+    add_parallel_options(app, parallel_options);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    const auto collective = start_parallel(parallel_options, options);
 
     options.n_threads = threads;
     const auto load_start = Clock::now();
@@ -108,11 +112,14 @@ int run_bench(int argc, char** argv) {
     // The expert cache over the timed generation steps (with a budget): hits, disk reads, I/O waits.
     double tg_seconds = 0.0, tg_wait_seconds = 0.0;
     uint64_t tg_hits = 0, tg_requested = 0, tg_bytes_read = 0;
+    parallel::CollectiveCounters tg_collectives;  // in a parallel job: this rank's over the timed steps
     for (int r = 0; r < repetitions && n_gen > 0; ++r) {
         auto session = engine->new_session();
         int32_t token = random_tokens(1)[0];
         session->eval(std::span(&token, 1));  // first step allocates the caches
         const std::optional<runtime::ExpertCacheCounters> before = engine->expert_cache_counters();
+        const parallel::CollectiveCounters collectives_before =
+            collective ? collective->counters() : parallel::CollectiveCounters{};
         const auto start = Clock::now();
         for (int i = 0; i < n_gen; ++i) {
             token = int32_t(rng() % uint32_t(engine->n_vocab()));
@@ -121,6 +128,12 @@ int run_bench(int argc, char** argv) {
         const double seconds = seconds_since(start);
         tg_seconds += seconds;
         tg_rates.push_back(n_gen / seconds);
+        if (collective) {
+            const parallel::CollectiveCounters after = collective->counters();
+            tg_collectives.calls += after.calls - collectives_before.calls;
+            tg_collectives.bytes += after.bytes - collectives_before.bytes;
+            tg_collectives.wait_seconds += after.wait_seconds - collectives_before.wait_seconds;
+        }
         if (const std::optional<runtime::ExpertCacheCounters> after = engine->expert_cache_counters()) {
             tg_hits += after->hits - before->hits;
             tg_requested += after->hits + after->misses - before->hits - before->misses;
@@ -130,6 +143,13 @@ int run_bench(int argc, char** argv) {
     }
     const double pp = median(pp_rates), tg = median(tg_rates);
     const double peak = double(peak_resident_bytes());  // before the bandwidth probe's buffer
+    // Every rank's peak, in rank order (rank 0 prints them).
+    std::vector<double> rank_peaks;
+    if (collective)
+        for (const std::string& p : collective->allgather_bytes(std::to_string(peak), options.parallel_start_timeout))
+            rank_peaks.push_back(std::stod(p));
+    const double tg_tokens = double(n_gen) * repetitions;
+    const auto per_token = [&](double total) { return tg_tokens > 0 ? total / tg_tokens : 0.0; };
     const double bytes_per_token = double(engine->weight_bytes_per_token());
     const int n_threads = engine->n_threads();
     struct CacheFigures {
@@ -138,9 +158,8 @@ int run_bench(int argc, char** argv) {
     };
     std::optional<CacheFigures> cache;
     if (const std::optional<runtime::ExpertCacheCounters> counters = engine->expert_cache_counters()) {
-        const double tokens = double(n_gen) * repetitions;
         cache = CacheFigures{tg_requested > 0 ? double(tg_hits) / double(tg_requested) : 0.0,
-                             tokens > 0 ? double(tg_bytes_read) / tokens : 0.0,
+                             per_token(double(tg_bytes_read)),
                              tg_seconds > 0 ? tg_wait_seconds / tg_seconds : 0.0, counters->capacity,
                              counters->peak_bytes};
     }
@@ -166,6 +185,14 @@ int run_bench(int argc, char** argv) {
                         "\"tg_disk_bytes_per_token\":%.0f,\"tg_io_wait_fraction\":%.4f}",
                         (unsigned long long)cache->capacity, (unsigned long long)cache->peak, cache->hit_rate,
                         cache->bytes_per_token, cache->io_wait_fraction);
+        if (collective) {
+            std::printf(",\"parallel\":{\"ranks\":%d,\"peak_rss_bytes\":[", collective->size());
+            for (size_t r = 0; r < rank_peaks.size(); ++r) std::printf("%s%.0f", r ? "," : "", rank_peaks[r]);
+            std::printf("],\"tg_collectives_per_token\":%.1f,\"tg_received_bytes_per_token\":%.0f,"
+                        "\"tg_collective_wait_fraction\":%.4f}",
+                        per_token(double(tg_collectives.calls)), per_token(double(tg_collectives.bytes)),
+                        tg_seconds > 0 ? tg_collectives.wait_seconds / tg_seconds : 0.0);
+        }
         std::printf("}\n");
     } else {
         std::printf("model            %s (%d threads)\n", model_path.c_str(), n_threads);
@@ -182,6 +209,17 @@ int run_bench(int argc, char** argv) {
             if (n_gen > 0)
                 std::printf("generation       %.1f%% cache hits, %.2f MiB read from disk/token, %.1f%% of the time waiting on I/O\n",
                             100.0 * cache->hit_rate, cache->bytes_per_token / (1 << 20), 100.0 * cache->io_wait_fraction);
+        }
+        if (collective) {
+            std::printf("parallel         %d ranks; peak RSS per rank", collective->size());
+            for (size_t r = 0; r < rank_peaks.size(); ++r)
+                std::printf("%s %.1f", r ? "," : "", rank_peaks[r] / (1 << 20));
+            std::printf(" MiB\n");
+            if (n_gen > 0)
+                std::printf("collectives      %.1f per generated token, %.1f KiB received per token, %.1f%% of the "
+                            "generation time in them (rank 0)\n",
+                            per_token(double(tg_collectives.calls)), per_token(double(tg_collectives.bytes)) / 1024,
+                            100.0 * (tg_seconds > 0 ? tg_collectives.wait_seconds / tg_seconds : 0.0));
         }
     }
     return 0;

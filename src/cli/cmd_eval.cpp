@@ -11,6 +11,7 @@
 #include "cli/options.h"
 #include "cli/generation_front.h"
 #include "cli/numerics_option.h"
+#include "cli/parallel_option.h"
 #include "cli/residency_options.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
@@ -43,13 +44,16 @@ int run_eval(int argc, char** argv) {
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
+    ParallelOptions parallel_options;
+    add_parallel_options(app, parallel_options);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    const auto collective = start_parallel(parallel_options, options);
 
     options.n_threads = threads;
     options.kda_mode = kda == "recurrent" ? model::KdaMode::recurrent
                        : kda == "chunked" ? model::KdaMode::chunked
                                           : model::KdaMode::automatic;
-    if (!dump_names.empty()) {
+    if (!dump_names.empty() && writes_results(collective.get())) {
         // Rows of one forward pass are appended, so a --sequential dump holds every position.
         options.dump = [dump_names, dump_dir](const std::string& name, const float* data, int64_t rows, int64_t cols) {
             bool wanted = false;
@@ -75,7 +79,7 @@ int run_eval(int argc, char** argv) {
     } else {
         logits = session->eval(tokens, /*all_logits=*/true);
     }
-    if (!logits_out.empty()) {
+    if (!logits_out.empty() && writes_results(collective.get())) {
         std::ofstream out(logits_out, std::ios::binary);
         out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
         if (!out) throw Error("cannot write " + logits_out);

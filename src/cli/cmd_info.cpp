@@ -39,10 +39,10 @@ json value_to_json(const gguf::Value& v, size_t max_items) {
         case ValueType::FLOAT64: return std::get<double>(v.data);
         case ValueType::ARRAY: {
             const gguf::Array& a = std::get<gguf::Array>(v.data);
-            if (a.items.size() > max_items)
-                return json{{"array_of", gguf::value_type_name(a.element_type)}, {"count", a.items.size()}};
+            if (a.size() > max_items)
+                return json{{"array_of", gguf::value_type_name(a.element_type)}, {"count", a.size()}};
             json items = json::array();
-            for (const gguf::Value& item : a.items) items.push_back(value_to_json(item, max_items));
+            a.for_each([&](gguf::Value item) { items.push_back(value_to_json(item, max_items)); });
             return items;
         }
         default:
@@ -69,9 +69,9 @@ std::vector<LayerKind> layer_map(const gguf::GgufFile& file, const std::string& 
 std::string token_text(const gguf::GgufFile& file, std::optional<uint64_t> id) {
     const gguf::Value* tokens = file.find("tokenizer.ggml.tokens");
     if (!id || !tokens || tokens->type != gguf::ValueType::ARRAY) return "";
-    const auto& items = std::get<gguf::Array>(tokens->data).items;
-    if (*id >= items.size() || items[*id].type != gguf::ValueType::STRING) return "";
-    return std::get<std::string>(items[*id].data);
+    const gguf::Array& items = std::get<gguf::Array>(tokens->data);
+    if (*id >= items.size() || items.element_type != gguf::ValueType::STRING) return "";
+    return std::get<std::string>(items.at(*id).data);
 }
 
 std::string shape_text(const std::vector<int64_t>& ne) {
@@ -125,7 +125,7 @@ json build_report(const gguf::GgufFile& file, bool with_tensors) {
         const gguf::Value* tokens = file.find("tokenizer.ggml.tokens");
         const gguf::Value* merges = file.find("tokenizer.ggml.merges");
         auto count = [](const gguf::Value* v) -> uint64_t {
-            return v && v->type == gguf::ValueType::ARRAY ? std::get<gguf::Array>(v->data).items.size() : 0;
+            return v && v->type == gguf::ValueType::ARRAY ? std::get<gguf::Array>(v->data).size() : 0;
         };
         json tok = {{"model", file.get_string("tokenizer.ggml.model").value_or("")},
                     {"pre", file.get_string("tokenizer.ggml.pre").value_or("")},

@@ -23,9 +23,12 @@ int run_quantize(int argc, char** argv) {
     std::string split_max_size;
     app.add_option("IN", options.input_path, "input GGUF (the first part of a split model opens all parts)")->required();
     app.add_option("OUT", options.output_path, "output GGUF")->required();
-    app.add_option("TYPE", options.type, "target type: f32, f16, bf16, q8_0, mxfp4, any type k3 can encode, or a llama-quantize mixture (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K)")->required();
+    app.add_option("TYPE", options.type, "target type: f32, f16, bf16, q8_0, mxfp4, any type k3 can encode, or a llama-quantize mixture (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M, TQ1_0, TQ2_0)")->required();
     app.add_option("--tensor-type", rules, "REGEX=TYPE: tensors whose name matches REGEX get TYPE (repeatable, first match wins)");
     app.add_flag("--requantize", options.requantize, "re-encode already-quantized tensors (through f32)");
+    app.add_option("--imatrix", options.imatrix_path,
+                   "importance matrix (k3 imatrix / llama-imatrix, GGUF or legacy .dat); needed for IQ1_S, IQ1_M, IQ2_*, IQ3_XXS")
+        ->check(CLI::ExistingFile);
     app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)")
         ->check(byte_size());
     OutputFlags output;

@@ -47,7 +47,7 @@ int run_serve(int argc, char** argv) {
     app.add_option("-t,--threads", options.threads, "worker threads (0: all hardware threads)")->check(thread_count());
     std::string api_key_file;
     auto* api_key = app.add_option("--api-key", options.api_key,
-                                   "require 'Authorization: Bearer KEY' (all but /health; empty: none); also $K3_API_KEY")
+                                   "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' (all but /health; empty: none); also $K3_API_KEY")
                         ->envname("K3_API_KEY");
     app.add_option("--api-key-file", api_key_file, "read the API key from the first line of this file (not shown by ps)")
         ->excludes(api_key);
@@ -72,13 +72,39 @@ int run_serve(int argc, char** argv) {
                    "folder for POST /slots/ID?action=save|restore (empty: slot files off)")
         ->type_name("DIR")
         ->check(CLI::ExistingDirectory);
+    app.add_option("--chat-template-file", options.chat_template_file,
+                   "Jinja chat template used instead of the model's (checked at start)")
+        ->check(CLI::ExistingFile);
+    app.add_flag("--special", options.output.special,
+                 "keep control tokens such as <|reserved_token_0|> in answers (default: left out)");
+    std::string reasoning_format = "auto";
+    app.add_option("--reasoning-format", reasoning_format,
+                   "auto: reasoning in reasoning_content; none: left in content between <think> tags")
+        ->check(CLI::IsMember({"auto", "none"}));
+    app.add_option("--max-n", options.max_n, "most choices one request may ask for ('n'; beyond it 400)")
+        ->check(at_least(1));
+    app.add_option("--cors", http.cors_origins,
+                   "let browser pages from this origin call the API (repeat or comma-separate; *: any); "
+                   "without it no CORS headers are sent, so browsers refuse other sites' pages")
+        ->delimiter(',')
+        ->type_name("ORIGIN");
+    std::string log_format = "text";
+    app.add_option("--log-format", log_format,
+                   "one line per request on stderr (method, path, status, tokens, ms; never prompts or keys); "
+                   "off: none")
+        ->check(CLI::IsMember({"text", "json", "off"}));
     accept_jinja_flag(app);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     if (!api_key_file.empty()) options.api_key = read_api_key(api_key_file);
+    options.output.reasoning = reasoning_format == "none" ? server::ReasoningFormat::none : server::ReasoningFormat::automatic;
+    http.log_format = log_format == "json"  ? server::RequestLogFormat::json
+                      : log_format == "off" ? server::RequestLogFormat::off
+                                            : server::RequestLogFormat::text;
     if (options.ctx_size > 0) {
         const auto file = gguf::GgufFile::open(options.model_path);
         check_context_size(options.ctx_size, model::HParams::from_gguf(*file).n_ctx_train);
     }
+    options.build_info = std::string("k3 ") + K3_VERSION;
     return server::serve(options);
 }
 

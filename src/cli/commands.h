@@ -18,6 +18,7 @@ int run_bench(int argc, char** argv);
 int run_serve(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_quantize(int argc, char** argv);
+int run_imatrix(int argc, char** argv);
 int run_mock(int argc, char** argv);
 
 }  // namespace k3::cli

@@ -29,7 +29,8 @@ constexpr Subcommand kSubcommands[] = {
     {"template", "render a chat template (a model's, or any file with JSON variables)", run_template},
     {"serve", "serve a model over an OpenAI-compatible HTTP API (continuous batching)", run_serve},
     {"convert", "convert a Hugging Face K3 checkpoint (safetensors) to GGUF", run_convert},
-    {"quantize", "re-encode a GGUF's tensors (F32, F16, BF16, Q8_0, MXFP4, K-quants)", run_quantize},
+    {"quantize", "re-encode a GGUF's tensors (F32, F16, BF16, Q8_0, MXFP4, K-quants, IQ types; --imatrix)", run_quantize},
+    {"imatrix", "compute an importance matrix over a text (llama-imatrix's file format)", run_imatrix},
     {"mock", "write a random-initialised K3-shaped model (--preset tiny|bench, shape options)", run_mock},
 };
 

@@ -19,7 +19,8 @@ void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& option
                }
            },
            "memory for the prompt cache's states, counted into --mem-budget; least recently used states go "
-           "first (default 8G as llama-server, or none when experts stream from disk; 0: keep none)")
+           "first (default: what the model and working memory leave of --mem-budget, at most 8G as llama-server, "
+           "or a 16th of the budget when experts stream from disk; 8G with --mem-budget off; 0: keep none)")
         ->type_name("SIZE");
     app.add_option("--cache-checkpoint-every", options.checkpoint_every,
                    "tokens between the prompt cache's KDA checkpoints, a multiple of 16 (default 256)")
@@ -28,6 +29,17 @@ void add_prompt_cache_options(CLI::App& app, runtime::PrefixCacheOptions& option
                    "also keep the prompt cache's states in DIR (written atomically, found again after a restart; "
                    "files of another model are ignored)")
         ->type_name("DIR");
+    app.add_option_function<std::string>(
+           "--cache-disk",
+           [&options](const std::string& text) {
+               try {
+                   options.disk_bytes = util::parse_byte_size(text);
+               } catch (const Error& e) {
+                   throw CLI::ValidationError("--cache-disk", e.what());
+               }
+           },
+           "disk space for --cache-dir's files; least recently used files are deleted first (default 32G)")
+        ->type_name("SIZE");
 }
 
 }  // namespace k3::cli

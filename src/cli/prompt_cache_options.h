@@ -1,4 +1,4 @@
-// --cache-ram, --cache-checkpoint-every and --cache-dir, registered the same way on serve, chat
+// --cache-ram, --cache-checkpoint-every, --cache-dir and --cache-disk, registered the same way on serve, chat
 // and run (issue #13). The cache's memory is counted into --mem-budget.
 #pragma once
 

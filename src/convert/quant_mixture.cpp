@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <initializer_list>
 #include <numeric>
 
+#include "convert/tensor_plan.h"
 #include "util/error.h"
 
 namespace k3::convert {
@@ -19,9 +21,15 @@ struct MixtureInfo {
     Type base;
 };
 constexpr MixtureInfo kMixtures[] = {
-    {Mixture::Q2_K, "Q2_K", 10, Type::Q2_K},     {Mixture::Q3_K_M, "Q3_K_M", 12, Type::Q3_K},
-    {Mixture::Q4_K_M, "Q4_K_M", 15, Type::Q4_K}, {Mixture::Q5_K_M, "Q5_K_M", 17, Type::Q5_K},
-    {Mixture::Q6_K, "Q6_K", 18, Type::Q6_K},
+    {Mixture::Q2_K, "Q2_K", 10, Type::Q2_K},        {Mixture::Q3_K_M, "Q3_K_M", 12, Type::Q3_K},
+    {Mixture::Q4_K_M, "Q4_K_M", 15, Type::Q4_K},    {Mixture::Q5_K_M, "Q5_K_M", 17, Type::Q5_K},
+    {Mixture::Q6_K, "Q6_K", 18, Type::Q6_K},        {Mixture::IQ2_XXS, "IQ2_XXS", 19, Type::IQ2_XXS},
+    {Mixture::IQ2_XS, "IQ2_XS", 20, Type::IQ2_XS},  {Mixture::IQ3_XS, "IQ3_XS", 22, Type::IQ3_S},
+    {Mixture::IQ3_XXS, "IQ3_XXS", 23, Type::IQ3_XXS}, {Mixture::IQ1_S, "IQ1_S", 24, Type::IQ1_S},
+    {Mixture::IQ3_S, "IQ3_S", 26, Type::IQ3_S},     {Mixture::IQ3_M, "IQ3_M", 27, Type::IQ3_S},
+    {Mixture::IQ2_S, "IQ2_S", 28, Type::IQ2_XS},    {Mixture::IQ2_M, "IQ2_M", 29, Type::IQ2_S},
+    {Mixture::IQ1_M, "IQ1_M", 31, Type::IQ1_M},     {Mixture::TQ1_0, "TQ1_0", 36, Type::TQ1_0},
+    {Mixture::TQ2_0, "TQ2_0", 37, Type::TQ2_0},
 };
 const MixtureInfo& info(Mixture mixture) {
     return *std::find_if(std::begin(kMixtures), std::end(kMixtures),
@@ -29,7 +37,7 @@ const MixtureInfo& info(Mixture mixture) {
 }
 
 // llama.cpp's tensor categories, matched on name substrings in this order.
-enum class Category { token_embd, output, attn_v_like, attn_k, attn_output, ffn_down, other };
+enum class Category { token_embd, output, attn_v_like, attn_k, attn_q, attn_output, ffn_up, ffn_gate, ffn_down, other };
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
@@ -39,8 +47,10 @@ Category category_of(std::string_view name) {
     if (contains(name, "attn_qkv.weight") || contains(name, "attn_kv_b.weight") || contains(name, "attn_v.weight"))
         return Category::attn_v_like;
     if (contains(name, "attn_k.weight")) return Category::attn_k;
+    if (contains(name, "attn_q.weight")) return Category::attn_q;
     if (contains(name, "attn_output.weight")) return Category::attn_output;
-    if (contains(name, "ffn_up") || contains(name, "ffn_gate")) return Category::other;  // matched before ffn_down
+    if (contains(name, "ffn_up")) return Category::ffn_up;  // matched before ffn_down
+    if (contains(name, "ffn_gate")) return Category::ffn_gate;
     if (contains(name, "ffn_down")) return Category::ffn_down;
     return Category::other;
 }
@@ -66,23 +76,11 @@ int layer_of(std::string_view name) {
 
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
+bool is_one_of(Mixture m, std::initializer_list<Mixture> set) { return std::find(set.begin(), set.end(), m) != set.end(); }
+
 TypeChoice with_fallback(Type type, const MixtureTensor& t) {
-    const int64_t row_length = t.ne[0];
-    const int64_t block = tensor::traits(type).block_size;
-    if (row_length % block == 0) return {type, false};
-    Type fallback;
-    switch (type) {
-        case Type::Q2_K:
-        case Type::Q3_K: fallback = Type::Q4_0; break;
-        case Type::Q4_K: fallback = Type::Q5_0; break;
-        case Type::Q5_K: fallback = Type::Q5_1; break;
-        case Type::Q6_K: fallback = Type::Q8_0; break;
-        default:
-            throw Error("quantize mixture: " + t.name + ": rows of " + std::to_string(row_length) + " are not a multiple of the " +
-                        std::string(tensor::traits(type).name) + " block and it has no fallback type");
-    }
-    if (row_length % tensor::traits(fallback).block_size != 0) fallback = Type::F16;
-    return {fallback, true};
+    const Type chosen = block_compatible_type(type, t.ne[0]);
+    return {chosen, chosen != type};
 }
 
 }  // namespace
@@ -114,9 +112,24 @@ QuantMixture::QuantMixture(Mixture mixture, const MixtureModel& model, const std
         n_attn_v += category_of(t.name) == Category::attn_v_like;
     }
 
+    using M = Mixture;
     const Type base = info(mixture).base;
     const bool eight_experts = model.n_expert == 8;
-    int i_attn_v = 0, i_ffn_down = 0;
+    // The mixtures of llama_tensor_get_type_impl's IQ1/IQ2 branch; IQ2_S/IQ2_M take IQ3_S where the others take Q2_K.
+    const bool iq_low = is_one_of(mixture, {M::IQ2_XXS, M::IQ2_XS, M::IQ1_S, M::IQ2_S, M::IQ2_M, M::IQ1_M});
+    const Type iq_low_bump = is_one_of(mixture, {M::IQ2_S, M::IQ2_M}) ? Type::IQ3_S : Type::Q2_K;
+    int i_attn_v = 0, i_ffn_down = 0, i_ffn_gate = 0, i_ffn_up = 0;
+    // MoE models: the layer from the name (experts need not be consecutive); dense: the counter.
+    auto layer_index = [&](const MixtureTensor& t, int& counter) {
+        int i = counter++;
+        if (model.n_expert > 1) {
+            i = layer_of(t.name);
+            if (i < 0 || i >= model.n_layer)
+                throw Error("quantize mixture: cannot place tensor " + t.name + " in a layer [0, " +
+                            std::to_string(model.n_layer) + ")");
+        }
+        return i;
+    };
     choices_.assign(tensors.size(), TypeChoice{Type::F32});
     for (size_t index : order) {
         const MixtureTensor& t = tensors[index];
@@ -127,48 +140,82 @@ QuantMixture::QuantMixture(Mixture mixture, const MixtureModel& model, const std
         Category category = category_of(t.name);
         if (category == Category::token_embd && !has_output) category = Category::output;  // tied embeddings
         Type type = base;
-        switch (category) {
-            case Category::output:
-                type = t.ne[0] % tensor::traits(base).block_size != 0 ? Type::Q8_0 : Type::Q6_K;
-                break;
-            case Category::attn_v_like: {
-                const int i = i_attn_v++;
-                if (mixture == Mixture::Q2_K) type = model.n_gqa >= 4 ? Type::Q4_K : Type::Q3_K;
-                else if (mixture == Mixture::Q3_K_M) type = i < 2 ? Type::Q5_K : Type::Q4_K;
-                else if ((mixture == Mixture::Q4_K_M || mixture == Mixture::Q5_K_M) && use_more_bits(i, n_attn_v))
-                    type = Type::Q6_K;
-                if (eight_experts) type = Type::Q8_0;
-                break;
+        if (category == Category::output) {
+            if (t.ne[0] % tensor::traits(base).block_size != 0) type = Type::Q8_0;
+            else if (is_one_of(mixture, {M::IQ2_XXS, M::IQ2_XS, M::IQ3_XXS, M::IQ1_S, M::IQ2_S, M::IQ2_M, M::IQ1_M}))
+                type = Type::Q5_K;
+            else type = Type::Q6_K;
+        } else if (category == Category::token_embd) {
+            if (is_one_of(mixture, {M::IQ2_XXS, M::IQ2_XS, M::IQ1_S, M::IQ1_M})) type = Type::Q2_K;
+            else if (is_one_of(mixture, {M::IQ2_S, M::IQ2_M, M::IQ3_XXS})) type = Type::IQ3_S;
+            else if (is_one_of(mixture, {M::TQ1_0, M::TQ2_0})) type = Type::Q4_K;
+        } else if (iq_low) {
+            if (category == Category::attn_v_like) {
+                type = model.n_gqa >= 4 || model.n_expert >= 4 ? Type::Q4_K : iq_low_bump;
+                ++i_attn_v;
+            } else if (eight_experts && category == Category::attn_k) {
+                type = Type::Q4_K;
+            } else if (category == Category::ffn_down) {
+                if (i_ffn_down < model.n_layer / 8) type = iq_low_bump;
+                ++i_ffn_down;
+            } else if (category == Category::attn_output) {
+                if (eight_experts) type = Type::Q5_K;
+                else if (is_one_of(mixture, {M::IQ1_S, M::IQ1_M})) type = Type::IQ2_XXS;
+                else if (is_one_of(mixture, {M::IQ2_S, M::IQ2_M})) type = Type::IQ3_S;
             }
-            case Category::attn_k:
-                if (eight_experts) type = Type::Q8_0;
-                break;
-            case Category::ffn_down: {
-                // MoE models: the layer from the name (experts need not be consecutive); dense: a counter.
-                int i = i_ffn_down++;
-                if (model.n_expert > 1) {
-                    i = layer_of(t.name);
-                    if (i < 0 || i >= model.n_layer)
-                        throw Error("quantize mixture: cannot place tensor " + t.name + " in a layer [0, " +
-                                    std::to_string(model.n_layer) + ")");
+        } else {
+            switch (category) {
+                case Category::attn_v_like: {
+                    const int i = i_attn_v++;
+                    if (mixture == M::Q2_K) type = model.n_gqa >= 4 ? Type::Q4_K : Type::Q3_K;
+                    else if (mixture == M::IQ3_XXS) type = model.n_gqa >= 4 ? Type::Q4_K : model.has_imatrix ? Type::IQ3_XXS : Type::IQ3_S;
+                    else if (is_one_of(mixture, {M::IQ3_XS, M::IQ3_S}) && model.n_gqa >= 4) type = Type::Q4_K;
+                    else if (mixture == M::IQ3_M) type = Type::Q4_K;
+                    else if (mixture == M::Q3_K_M) type = i < 2 ? Type::Q5_K : Type::Q4_K;
+                    else if (is_one_of(mixture, {M::Q4_K_M, M::Q5_K_M}) && use_more_bits(i, n_attn_v)) type = Type::Q6_K;
+                    if (eight_experts) type = Type::Q8_0;
+                    break;
                 }
-                if (mixture == Mixture::Q2_K) type = Type::Q3_K;
-                else if (mixture == Mixture::Q3_K_M) type = i < model.n_layer / 16 ? Type::Q5_K : Type::Q4_K;
-                else if ((mixture == Mixture::Q4_K_M || mixture == Mixture::Q5_K_M) && use_more_bits(i, model.n_layer))
-                    type = Type::Q6_K;
-                break;
+                case Category::attn_k:
+                    if (eight_experts) type = Type::Q8_0;
+                    else if (mixture == M::IQ3_XS) type = Type::IQ3_XXS;
+                    else if (mixture == M::IQ3_XXS) type = Type::IQ2_S;
+                    break;
+                case Category::attn_q:
+                    if (mixture == M::IQ3_XS) type = Type::IQ3_XXS;
+                    else if (mixture == M::IQ3_XXS) type = Type::IQ2_S;
+                    break;
+                case Category::ffn_down: {
+                    const int i = layer_index(t, i_ffn_down), n = model.n_layer;
+                    if (mixture == M::Q2_K) type = Type::Q3_K;
+                    else if (mixture == M::IQ3_XXS && !model.has_imatrix) type = i < n / 8 ? Type::Q4_K : Type::Q3_K;
+                    else if (mixture == M::Q3_K_M) type = i < n / 16 ? Type::Q5_K : Type::Q4_K;
+                    else if (mixture == M::IQ3_M && (i < n / 8 || (eight_experts && use_more_bits(i, n)))) type = Type::Q4_K;
+                    else if (is_one_of(mixture, {M::Q4_K_M, M::Q5_K_M}) && use_more_bits(i, n)) type = Type::Q6_K;
+                    break;
+                }
+                case Category::attn_output:
+                    if (eight_experts) {
+                        if (is_one_of(mixture, {M::Q2_K, M::Q3_K_M, M::Q4_K_M, M::IQ3_XS, M::IQ3_XXS, M::IQ3_S, M::IQ3_M}))
+                            type = Type::Q5_K;
+                    } else if (mixture == M::Q2_K) {
+                        type = Type::Q3_K;
+                    } else if (mixture == M::IQ3_XXS) {
+                        type = Type::IQ3_S;
+                    } else if (mixture == M::Q3_K_M || mixture == M::IQ3_M) {
+                        type = Type::Q4_K;
+                    }
+                    break;
+                case Category::ffn_gate:
+                case Category::ffn_up: {
+                    const int i = layer_index(t, category == Category::ffn_gate ? i_ffn_gate : i_ffn_up), n = model.n_layer;
+                    if (mixture == M::IQ3_XS && i >= n / 8 && i < 7 * n / 8) type = Type::IQ3_XXS;
+                    break;
+                }
+                case Category::token_embd:
+                case Category::output:
+                case Category::other: break;
             }
-            case Category::attn_output:
-                if (eight_experts) {
-                    if (mixture == Mixture::Q2_K || mixture == Mixture::Q3_K_M || mixture == Mixture::Q4_K_M) type = Type::Q5_K;
-                } else if (mixture == Mixture::Q2_K) {
-                    type = Type::Q3_K;
-                } else if (mixture == Mixture::Q3_K_M) {
-                    type = Type::Q4_K;
-                }
-                break;
-            case Category::token_embd:
-            case Category::other: break;
         }
         choices_[index] = with_fallback(type, t);
     }

@@ -1,4 +1,4 @@
-// llama-quantize's named mixtures (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K), no importance matrix:
+// llama-quantize's named mixtures (Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K, and the IQ/TQ ones below):
 // which type each tensor of a model gets, following llama.cpp's llama_tensor_get_type
 // (src/llama-quant.cpp) so that `k3 quantize` writes the tensor types llama-quantize writes.
 //
@@ -18,6 +18,15 @@
 // * Then rows not a multiple of the type's block fall back: Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0,
 //   Q5_K -> Q5_1, Q6_K -> Q8_0, and to F16 if even that block does not divide the row.
 // use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i − n/8) % 3 == 2 (integer division).
+// The IQ mixtures (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M,
+// TQ1_0, TQ2_0) follow the rest of llama_tensor_get_type_impl: base types IQ2_S -> IQ2_XS,
+// IQ2_M -> IQ2_S, IQ3_XS/IQ3_M -> IQ3_S; output Q5_K for the IQ1/IQ2/IQ3_XXS ones; token_embd
+// Q2_K (IQ1, IQ2_XXS/XS), IQ3_S (IQ2_S/M, IQ3_XXS), Q4_K (TQ); for IQ1/IQ2 attn_v Q4_K (n_gqa or
+// n_expert >= 4), the first n_layer/8 ffn_down tensors Q2_K (IQ3_S for IQ2_S/M), attn_output
+// IQ2_XXS (IQ1) / IQ3_S (IQ2_S/M); IQ3_XXS: attn_k/attn_q IQ2_S, attn_output IQ3_S, and without an
+// imatrix attn_v IQ3_S and ffn_down Q4_K/Q3_K; IQ3_XS: attn_k/attn_q and the middle layers'
+// ffn_gate/ffn_up IQ3_XXS; IQ3_M: attn_v and attn_output Q4_K, the first n_layer/8 ffn_down Q4_K.
+// Row widths the type cannot hold fall back as block_compatible_type says (IQ -> IQ4_NL, ...).
 // "File order" is llama.cpp's loader order: by layer number ("blk.N."; others first), then name.
 #pragma once
 
@@ -31,13 +40,16 @@
 
 namespace k3::convert {
 
-enum class Mixture { Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K };
+enum class Mixture {
+    Q2_K, Q3_K_M, Q4_K_M, Q5_K_M, Q6_K,
+    IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M, TQ1_0, TQ2_0,
+};
 
-// "Q4_K_M", "q2_k", ... (case-insensitive); nullopt if not one of the five.
+// "Q4_K_M", "q2_k", "IQ2_M", ... (case-insensitive); nullopt if not one of the mixtures.
 std::optional<Mixture> parse_mixture(std::string_view name);
 std::string_view mixture_name(Mixture mixture);
 // llama.cpp's general.file_type for the mixture (LLAMA_FTYPE_MOSTLY_*): Q2_K 10, Q3_K_M 12,
-// Q4_K_M 15, Q5_K_M 17, Q6_K 18.
+// Q4_K_M 15, Q5_K_M 17, Q6_K 18, IQ2_XXS 19, ... TQ2_0 37.
 uint32_t mixture_file_type(Mixture mixture);
 
 // The hyperparameters the rules look at.
@@ -45,6 +57,7 @@ struct MixtureModel {
     int n_layer = 0;   // block_count
     int n_expert = 0;  // expert_count (0 for a dense model)
     int n_gqa = 0;     // head_count / head_count_kv of layer 0; 0 if layer 0 has no KV heads (K3: KDA)
+    bool has_imatrix = false;  // IQ3_XXS picks other types without one
 };
 
 struct MixtureTensor {

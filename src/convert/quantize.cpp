@@ -4,6 +4,7 @@
 #include <optional>
 #include <regex>
 
+#include "convert/imatrix_file.h"
 #include "convert/progress.h"
 #include "convert/quant_mixture.h"
 #include "convert/tensor_plan.h"
@@ -24,7 +25,7 @@ struct Rule {
 tensor::Type encodable_type(const std::string& name, const std::string& what) {
     const tensor::TypeTraits* t = tensor::find_type(name);
     if (!t) throw Error(what + ": " + name + " is not a ggml type name (e.g. q8_0, mxfp4, bf16)");
-    if (!t->quantize_row) throw Error(what + ": k3 cannot encode " + std::string(t->name) + " yet");
+    if (!tensor::can_quantize(*t)) throw Error(what + ": k3 cannot encode " + std::string(t->name) + " yet");
     return t->type;
 }
 
@@ -83,8 +84,8 @@ void print_changes(std::FILE* out, const gguf::GgufFile& in, const std::vector<E
         }
         std::fputc('\n', out);
     }
-    std::fprintf(out, "%zu of %zu tensors re-encoded, %zu kept their type, %zu fell back to %s; %s -> %s\n", changed,
-                 encodings.size(), encodings.size() - changed, fallbacks, type_name(tensor::Type::F16).c_str(),
+    std::fprintf(out, "%zu of %zu tensors re-encoded, %zu kept their type, %zu fell back to a type their rows fit; %s -> %s\n",
+                 changed, encodings.size(), encodings.size() - changed, fallbacks,
                  util::format_byte_size(bytes_before).c_str(), util::format_byte_size(bytes_after).c_str());
 }
 
@@ -105,8 +106,15 @@ uint32_t file_type_for(tensor::Type type) {
         case Type::Q4_K: return 14;
         case Type::Q5_K: return 16;
         case Type::Q6_K: return 18;
+        case Type::IQ2_XXS: return 19;
+        case Type::IQ2_XS: return 20;
+        case Type::IQ3_XXS: return 23;
+        case Type::IQ1_S: return 24;
         case Type::IQ4_NL: return 25;
+        case Type::IQ3_S: return 26;
+        case Type::IQ2_S: return 28;
         case Type::IQ4_XS: return 30;
+        case Type::IQ1_M: return 31;
         case Type::BF16: return 32;
         case Type::TQ1_0: return 36;
         case Type::TQ2_0: return 37;
@@ -118,8 +126,9 @@ uint32_t file_type_for(tensor::Type type) {
 namespace {
 
 // llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model.
-std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in) {
+std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in, bool has_imatrix) {
     MixtureModel model;
+    model.has_imatrix = has_imatrix;
     const std::string arch = in.get_string("general.architecture").value_or("kimi-k3");
     model.n_layer = int(in.get_uint(arch + ".block_count").value_or(0));
     model.n_expert = int(in.get_uint(arch + ".expert_count").value_or(0));
@@ -132,6 +141,54 @@ std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& i
     const QuantMixture plan(mixture, model, tensors);
     for (const TypeChoice& choice : plan.choices()) types.push_back(choice.type);
     return types;
+}
+
+// llama-quantize's tensor_requires_imatrix: the very low-bit types, except for the embeddings
+// and the output matrix.
+bool needs_imatrix(const std::string& name, tensor::Type type) {
+    using tensor::Type;
+    if (name == "token_embd.weight" || name == "output.weight") return false;
+    return type == Type::IQ1_S || type == Type::IQ1_M || type == Type::IQ2_XXS || type == Type::IQ2_XS ||
+           type == Type::IQ2_S || type == Type::IQ3_XXS;
+}
+
+int64_t matrices_of(const gguf::TensorInfo& t) { return t.ne.size() > 2 ? t.ne[2] : 1; }
+
+// Checks, before anything is written, that the imatrix fits the tensors being re-encoded
+// (llama-quantize's checks, plus one for an imatrix of another model: no name matches at all).
+void check_imatrix(const ImportanceMatrix* imatrix, const std::string& path, const gguf::GgufFile& in,
+                   const std::vector<Encoding>& encodings, std::FILE* report) {
+    size_t matched = 0, missing = 0;
+    for (size_t i = 0; i < encodings.size(); ++i) {
+        const gguf::TensorInfo& t = in.tensors()[i];
+        if (encodings[i].type == t.type) continue;
+        const bool needed = needs_imatrix(t.name, encodings[i].type);
+        if (!imatrix) {
+            if (needed)
+                throw Error("this quantization requires an importance matrix (--imatrix): " + t.name + " is to be " +
+                            type_name(encodings[i].type));
+            continue;
+        }
+        const auto it = imatrix->entries.find(t.name);
+        if (it == imatrix->entries.end()) {
+            if (needed)
+                throw Error(path + " has no importance weights for " + t.name + ", which is to be " +
+                            type_name(encodings[i].type) + " (a very low-bit type that needs them)");
+            ++missing;
+            if (report) std::fprintf(report, "  no importance weights for %s\n", t.name.c_str());
+            continue;
+        }
+        const uint64_t expected = uint64_t(t.ne[0]) * uint64_t(matrices_of(t));
+        if (it->second.sums.size() != expected && t.name != "token_embd.weight")
+            throw Error(path + ": " + t.name + " has " + std::to_string(it->second.sums.size()) +
+                        " importance weights, the tensor needs " + std::to_string(expected) + " (" +
+                        std::to_string(t.ne[0]) + " columns × " + std::to_string(matrices_of(t)) +
+                        " matrices): an imatrix of another model?");
+        ++matched;
+    }
+    if (imatrix && matched == 0)
+        throw Error(path + " has no entry for any tensor this quantization re-encodes (" + std::to_string(missing) +
+                    " looked up): an imatrix of another model?");
 }
 
 }  // namespace
@@ -148,10 +205,14 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
         }
     }
     const std::unique_ptr<gguf::GgufFile> in = gguf::GgufFile::open(options.input_path);
-    const std::vector<tensor::Type> mixed = mixture ? mixture_types(*mixture, *in) : std::vector<tensor::Type>{};
+    const std::vector<tensor::Type> mixed = mixture ? mixture_types(*mixture, *in, !options.imatrix_path.empty()) : std::vector<tensor::Type>{};
     std::vector<Encoding> encodings;  // per input tensor, decided before anything is written
     for (size_t i = 0; i < in->tensors().size(); ++i)
         encodings.push_back(choose_encoding(in->tensors()[i], mixture ? mixed[i] : target, rules, options.requantize));
+
+    const std::optional<ImportanceMatrix> imatrix =
+        options.imatrix_path.empty() ? std::nullopt : std::optional(read_imatrix(options.imatrix_path));
+    check_imatrix(imatrix ? &*imatrix : nullptr, options.imatrix_path, *in, encodings, report);
 
     gguf::GgufWriter writer(options.output_path, gguf::WriterOptions{32, options.split_max_bytes, options.overwrite});
     if (report) print_changes(report, *in, encodings);
@@ -161,6 +222,12 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
         writer.set(key, value);
     }
     writer.set_u32("general.file_type", mixture ? mixture_file_type(*mixture) : file_type_for(target));
+    if (imatrix) {  // the keys llama-quantize records
+        writer.set_string("quantize.imatrix.file", options.imatrix_path);
+        if (!imatrix->datasets.empty()) writer.set_string("quantize.imatrix.dataset", imatrix->datasets[0]);
+        writer.set_i32("quantize.imatrix.entries_count", int32_t(imatrix->entries.size()));
+        writer.set_i32("quantize.imatrix.chunks_count", int32_t(imatrix->chunk_count));
+    }
     uint64_t total_bytes = 0;
     for (size_t i = 0; i < encodings.size(); ++i) {
         const gguf::TensorInfo& t = in->tensors()[i];
@@ -177,7 +244,14 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
             writer.write_tensor(t.name, t.data, t.n_bytes);
         } else {
             buffer.resize(size_t(n_bytes));
-            transcode_rows(t.data, t.type, buffer.data(), type, t.ne[0], t.rows());
+            std::vector<float> weights;  // per expert for a 3-D tensor
+            if (imatrix) {
+                const auto it = imatrix->entries.find(t.name);
+                if (it != imatrix->entries.end() && it->second.sums.size() == uint64_t(t.ne[0] * matrices_of(t)))
+                    weights = importance_weights(it->second, imatrix->legacy);
+            }
+            transcode_rows(t.data, t.type, buffer.data(), type, t.ne[0], t.rows(),
+                           {weights.empty() ? nullptr : weights.data(), t.rows() / matrices_of(t)});
             writer.write_tensor(t.name, buffer.data(), n_bytes);
         }
         bar.advance(n_bytes, t.name);

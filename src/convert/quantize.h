@@ -19,6 +19,7 @@ struct QuantizeOptions {
     std::string type;                                              // e.g. "q8_0", "mxfp4", or a mixture "Q4_K_M"
     std::vector<std::pair<std::string, std::string>> tensor_types;  // REGEX -> TYPE, first match wins
     bool requantize = false;
+    std::string imatrix_path;  // importance matrix (llama.cpp's formats, convert/imatrix_file.h); empty: none
     uint64_t split_max_bytes = 0;
     bool overwrite = true;  // false: an existing output is an error (before anything is written)
 };
@@ -27,7 +28,9 @@ struct QuantizeOptions {
 uint32_t file_type_for(tensor::Type type);
 
 // Returns the files written. Throws k3::Error (before writing) for an unknown type or a rule
-// that cannot apply. Each tensor's type change (with any fallback) and the sizes before and
+// that cannot apply, for an imatrix that does not fit the model (no entry for any of its
+// tensors, or an entry whose size is not the tensor's ne0 × experts), and, as llama-quantize,
+// for a tensor headed for IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S or IQ3_XXS without an imatrix. Each tensor's type change (with any fallback) and the sizes before and
 // after go to `report`, progress to `progress` (either may be null).
 std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FILE* report, std::FILE* progress);
 

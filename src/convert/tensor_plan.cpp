@@ -293,7 +293,20 @@ bool keeps_f32(const std::string& name, const std::vector<int64_t>& ne) {
 }
 
 tensor::Type block_compatible_type(tensor::Type wanted, int64_t ne0) {
-    return ne0 % int64_t(tensor::traits(wanted).block_size) == 0 ? wanted : tensor::Type::F16;
+    using tensor::Type;
+    auto fits = [ne0](Type t) { return ne0 % int64_t(tensor::traits(t).block_size) == 0; };
+    if (fits(wanted)) return wanted;
+    Type fallback = Type::F16;
+    switch (wanted) {  // llama-quantize's tensor_type_fallback
+        case Type::IQ1_S: case Type::IQ1_M: case Type::IQ2_XXS: case Type::IQ2_XS: case Type::IQ2_S:
+        case Type::IQ3_XXS: case Type::IQ3_S: case Type::IQ4_XS: fallback = Type::IQ4_NL; break;
+        case Type::Q2_K: case Type::Q3_K: case Type::TQ1_0: case Type::TQ2_0: fallback = Type::Q4_0; break;
+        case Type::Q4_K: fallback = Type::Q5_0; break;
+        case Type::Q5_K: fallback = Type::Q5_1; break;
+        case Type::Q6_K: fallback = Type::Q8_0; break;
+        default: break;
+    }
+    return fits(fallback) ? fallback : Type::F16;
 }
 
 ConversionPlan plan_conversion(const K3Config& config, const SafetensorsCheckpoint& checkpoint, const PlanOptions& options) {

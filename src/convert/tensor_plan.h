@@ -56,8 +56,10 @@ struct ConversionPlan {
 ConversionPlan plan_conversion(const K3Config& config, const SafetensorsCheckpoint& checkpoint, const PlanOptions& options);
 
 // The ggml type a float tensor gets: F32 for 1-D tensors, norms, score vectors, biases, ssm_a,
-// the router and the conv weights (as llama.cpp keeps them); `outtype` otherwise, or F16 when
-// outtype's blocks do not divide ne[0]. Shared with `k3 quantize`.
+// the router and the conv weights (as llama.cpp keeps them); `outtype` otherwise, or when
+// outtype's blocks do not divide ne[0] llama-quantize's fallback (IQ types and IQ4_XS -> IQ4_NL,
+// Q2_K/Q3_K/TQ -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), and F16 where that does not
+// fit either or none is defined. Shared with `k3 quantize` and its mixtures.
 bool keeps_f32(const std::string& gguf_name, const std::vector<int64_t>& ne);
 tensor::Type block_compatible_type(tensor::Type wanted, int64_t ne0);
 

@@ -39,7 +39,8 @@ void encode_rows(const float* values, int64_t n_elements, int64_t ne0, tensor::T
     for (int64_t r = 0; ne0 && r < n_elements / ne0; ++r) to.quantize_row(values + r * ne0, out + size_t(r) * row_bytes, ne0);
 }
 
-void transcode_rows(const uint8_t* src, tensor::Type from_type, uint8_t* dst, tensor::Type to_type, int64_t ne0, int64_t n_rows) {
+void transcode_rows(const uint8_t* src, tensor::Type from_type, uint8_t* dst, tensor::Type to_type, int64_t ne0, int64_t n_rows,
+                    RowImportance importance) {
     const tensor::TypeTraits& from = tensor::traits(from_type);
     const tensor::TypeTraits& to = tensor::traits(to_type);
     const size_t src_row = tensor::row_bytes(from, ne0), dst_row = tensor::row_bytes(to, ne0);
@@ -48,12 +49,15 @@ void transcode_rows(const uint8_t* src, tensor::Type from_type, uint8_t* dst, te
         return;
     }
     if (!from.dequantize_row) throw Error("k3 cannot decode " + std::string(from.name) + " tensors");
-    if (!to.quantize_row) throw Error("k3 cannot encode tensors as " + std::string(to.name));
+    if (!tensor::can_quantize(to)) throw Error("k3 cannot encode tensors as " + std::string(to.name));
+    if (!importance.weights && tensor::requires_importance(to))
+        throw Error(std::string(to.name) + " can only be made with an importance matrix (--imatrix)");
     auto work = [&](int64_t first, int64_t last) {
         std::vector<float> row(static_cast<size_t>(ne0));  // [ne0]
         for (int64_t r = first; r < last; ++r) {
             from.dequantize_row(src + size_t(r) * src_row, row.data(), ne0);
-            to.quantize_row(row.data(), dst + size_t(r) * dst_row, ne0);
+            const float* weights = importance.weights ? importance.weights + (r / importance.rows_per_matrix) * ne0 : nullptr;
+            tensor::quantize_row(to, row.data(), dst + size_t(r) * dst_row, ne0, weights);
         }
     };
     // Threads only pay off for big tensors (a K3 matrix is ~10^8 elements).

@@ -32,6 +32,7 @@ public:
 
     uint64_t offset() const { return offset_; }
     uint64_t remaining() const { return size_ - offset_; }
+    const uint8_t* position() const { return data_ + offset_; }
     const std::string& path() const { return path_; }
 
     void need(uint64_t bytes, std::string_view what) const {
@@ -58,6 +59,20 @@ public:
         std::string s(reinterpret_cast<const char*>(data_ + offset_), size_t(length));
         offset_ += length;
         return s;
+    }
+
+    void skip_string(std::string_view what) {
+        const uint64_t start = offset_;
+        const uint64_t length = read<uint64_t>(what);
+        if (length > remaining())
+            throw Error(at(path_, start) + std::string(what) + " claims " + std::to_string(length) +
+                        " bytes but only " + std::to_string(remaining()) + " remain in the file");
+        offset_ += length;
+    }
+
+    void skip(uint64_t bytes, std::string_view what) {
+        need(bytes, what);
+        offset_ += bytes;
     }
 
     // A count of items, each at least min_item_bytes long, must fit in what is left of the file.
@@ -98,6 +113,24 @@ ValueType read_value_type(Cursor& in, const std::string& key) {
     return ValueType(raw);
 }
 
+// Fixed encoding size of a scalar type; 0 for strings and arrays, whose size varies.
+uint64_t fixed_value_bytes(ValueType type) {
+    return type == ValueType::STRING || type == ValueType::ARRAY ? 0 : min_value_bytes(type);
+}
+
+Value read_value(Cursor& in, ValueType type, const std::string& key, int depth);
+
+// Checks the encoding of `count` items of `type` and moves past them, building nothing.
+void check_items(Cursor& in, ValueType type, uint64_t count, const std::string& key, int depth) {
+    if (type == ValueType::STRING) {
+        for (uint64_t i = 0; i < count; ++i) in.skip_string(key);
+    } else if (type == ValueType::ARRAY || type == ValueType::BOOL) {
+        for (uint64_t i = 0; i < count; ++i) read_value(in, type, key, depth);  // a nested array is a view
+    } else {
+        in.skip(count * fixed_value_bytes(type), key);  // read_count bounded count by the bytes left
+    }
+}
+
 Value read_value(Cursor& in, ValueType type, const std::string& key, int depth) {
     Value v;
     v.type = type;
@@ -125,9 +158,11 @@ Value read_value(Cursor& in, ValueType type, const std::string& key, int depth) 
                 throw Error(at(in.path(), in.offset()) + key + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth));
             Array array;
             array.element_type = read_value_type(in, key);
-            const uint64_t count = in.read_count(key + " array count", min_value_bytes(array.element_type));
-            array.items.reserve(size_t(count));
-            for (uint64_t i = 0; i < count; ++i) array.items.push_back(read_value(in, array.element_type, key, depth + 1));
+            array.encoded_count = in.read_count(key + " array count", min_value_bytes(array.element_type));
+            array.encoded = in.position();
+            const uint64_t start = in.offset();
+            check_items(in, array.element_type, array.encoded_count, key, depth + 1);
+            array.encoded_bytes = in.offset() - start;
             v.data = std::move(array);
             break;
         }
@@ -272,6 +307,31 @@ std::string part_path(const std::string& prefix, uint64_t index, uint64_t count)
 
 }  // namespace
 
+void Array::for_each(const std::function<void(Value item)>& visit) const {
+    if (!encoded) {
+        for (const Value& item : items) visit(item);
+        return;
+    }
+    // The bytes were checked when the file was opened, so decoding cannot fail.
+    static const std::string kChecked = "checked array";
+    Cursor in(encoded, encoded_bytes, kChecked);
+    for (uint64_t i = 0; i < encoded_count; ++i) visit(read_value(in, element_type, kChecked, 1));
+}
+
+Value Array::at(uint64_t index) const {
+    if (index >= size())
+        throw Error("array index " + std::to_string(index) + " is past its end (" + std::to_string(size()) + " items)");
+    if (!encoded) return items[size_t(index)];
+    static const std::string kChecked = "checked array";
+    Cursor in(encoded, encoded_bytes, kChecked);
+    if (const uint64_t fixed = fixed_value_bytes(element_type)) {
+        in.skip(index * fixed, kChecked);
+    } else {
+        check_items(in, element_type, index, kChecked, 1);
+    }
+    return read_value(in, element_type, kChecked, 1);
+}
+
 struct GgufFile::Impl {
     std::string path;
     std::vector<std::string> part_paths;
@@ -399,8 +459,8 @@ std::vector<T> as_list(const Value& v, std::string_view key, Convert convert) {
         return out;
     }
     const Array& a = std::get<Array>(v.data);
-    out.reserve(a.items.size());
-    for (const Value& item : a.items) out.push_back(convert(item, key));
+    out.reserve(size_t(a.size()));
+    a.for_each([&](Value item) { out.push_back(convert(std::move(item), key)); });
     return out;
 }
 
@@ -421,10 +481,10 @@ std::optional<std::vector<float>> GgufFile::get_float_array(std::string_view key
 std::optional<std::vector<std::string>> GgufFile::get_string_array(std::string_view key) const {
     const Value* v = find(key);
     if (!v) return std::nullopt;
-    return as_list<std::string>(*v, key, [](const Value& item, std::string_view k) {
+    return as_list<std::string>(*v, key, [](Value item, std::string_view k) {
         if (item.type != ValueType::STRING)
             throw Error(std::string(k) + ": expected strings, found " + std::string(value_type_name(item.type)));
-        return std::get<std::string>(item.data);
+        return std::move(std::get<std::string>(item.data));
     });
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,9 +25,25 @@ enum class ValueType : uint32_t {
 std::string_view value_type_name(ValueType type);
 
 struct Value;
+// An array value. Built in memory (the writer's input) it holds its items. Read from a file it
+// is a view over the file's mapped bytes, checked when the file was opened and decoded on
+// access, so a key holding millions of strings costs no memory until someone reads it (and a
+// vocabulary can be sized before it is copied). A view lives as long as its GgufFile.
 struct Array {
     ValueType element_type = ValueType::UINT8;
-    std::vector<Value> items;  // nested arrays allowed
+    std::vector<Value> items;  // built in memory; nested arrays allowed
+
+    // Read from a file: `encoded_count` items, encoded in the `encoded_bytes` bytes at `encoded`.
+    const uint8_t* encoded = nullptr;
+    uint64_t encoded_bytes = 0;
+    uint64_t encoded_count = 0;
+
+    uint64_t size() const { return encoded ? encoded_count : items.size(); }
+    // Calls visit with each item in order (decoded from the file for a view).
+    void for_each(const std::function<void(Value item)>& visit) const;
+    // One item: constant time for fixed-size elements, a walk over the earlier ones for strings
+    // and nested arrays of a view. Throws k3::Error past the end.
+    Value at(uint64_t index) const;
 };
 
 // One metadata value. Integers keep their exact GGUF type; accessors convert with range checks.

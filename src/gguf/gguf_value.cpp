@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
 #include "util/error.h"
 
@@ -75,6 +77,28 @@ double value_as_float(const Value& value, std::string_view key) {
     throw type_mismatch(value, key, "a number");
 }
 
+bool operator==(const Value& a, const Value& b) {
+    if (a.type != b.type || a.data.index() != b.data.index()) return false;
+    if (a.type != ValueType::ARRAY)
+        return std::visit(
+            [&](const auto& x) {
+                using T = std::decay_t<decltype(x)>;
+                if constexpr (std::is_same_v<T, Array>) return false;  // an ARRAY-typed value
+                else return x == std::get<T>(b.data);
+            },
+            a.data);
+    const Array& x = std::get<Array>(a.data);
+    const Array& y = std::get<Array>(b.data);
+    if (x.element_type != y.element_type || x.size() != y.size()) return false;
+    std::vector<Value> items;
+    items.reserve(size_t(x.size()));
+    x.for_each([&](Value item) { items.push_back(std::move(item)); });
+    size_t k = 0;
+    bool equal = true;
+    y.for_each([&](Value item) { equal = equal && items[k++] == item; });
+    return equal;
+}
+
 std::string value_to_display(const Value& value, size_t max_chars) {
     std::string out;
     switch (value.type) {
@@ -100,10 +124,10 @@ std::string value_to_display(const Value& value, size_t max_chars) {
         }
         case ValueType::ARRAY: {
             const Array& a = std::get<Array>(value.data);
-            out = "[" + std::string(value_type_name(a.element_type)) + " x " + std::to_string(a.items.size()) + "]";
+            out = "[" + std::string(value_type_name(a.element_type)) + " x " + std::to_string(a.size()) + "]";
             std::string items;
-            for (size_t i = 0; i < a.items.size(); ++i) {
-                std::string item = value_to_display(a.items[i], max_chars);
+            for (uint64_t i = 0; i < a.size(); ++i) {
+                std::string item = value_to_display(a.at(i), max_chars);
                 if (items.size() + item.size() > max_chars) {
                     items += ", ...";
                     break;

@@ -17,6 +17,9 @@ uint64_t value_as_uint(const Value& value, std::string_view key);
 int64_t value_as_int(const Value& value, std::string_view key);
 double value_as_float(const Value& value, std::string_view key);
 
+// Same type and content; arrays item by item, whether built in memory or read from a file.
+bool operator==(const Value& a, const Value& b);
+
 // A short human rendering: scalars in full, strings quoted (cut after max_chars), arrays as
 // "[type x count]" followed by their first items.
 std::string value_to_display(const Value& value, size_t max_chars = 80);

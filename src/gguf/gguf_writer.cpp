@@ -78,7 +78,11 @@ struct Encoder {
                 expect(std::holds_alternative<Array>(v.data));
                 const Array& a = std::get<Array>(v.data);
                 put<uint32_t>(uint32_t(a.element_type));
-                put<uint64_t>(a.items.size());
+                put<uint64_t>(a.size());
+                if (a.encoded) {  // read from a file (quantize copies metadata): already encoded
+                    bytes.append(reinterpret_cast<const char*>(a.encoded), size_t(a.encoded_bytes));
+                    break;
+                }
                 for (const Value& item : a.items) {
                     if (item.type != a.element_type)
                         throw Error(std::string(key) + ": array of " + std::string(value_type_name(a.element_type)) +

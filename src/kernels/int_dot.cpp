@@ -57,7 +57,7 @@ IntDotFn int_dot_kernel(tensor::Type weight, Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
     if (!kernels) return nullptr;
     if (const IntDotEntry* entry = entry_of(weight)) return kernels->*entry->kernel;
-    // The 256-value formats: one entry each in quant_unpack.h's with_format.
+    // The 256-value formats: one entry each in int_dot_q8k_formats.h's with_format.
     if (kernels == &scalar_int_dot_kernels()) return scalar_q8k_int_dot(weight);
     if (kernels == &avx2_int_dot_kernels()) return avx2_q8k_int_dot(weight);
     return avx512_q8k_int_dot(weight);
@@ -119,7 +119,7 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight) { return int_dot_tile_kern
 
 const char* int_dot_level_name(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
-    if (kernels == &avx512_int_dot_kernels()) return "avx512-vnni";
+    if (kernels == &avx512_int_dot_kernels()) return isa == best_isa() && amx_enabled() ? "avx512-vnni+amx" : "avx512-vnni";
     if (kernels == &avx2_int_dot_kernels()) return "avx2";
     return "scalar";
 }

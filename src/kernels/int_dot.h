@@ -12,21 +12,24 @@
 //     the order of an 8-lane horizontal sum.
 // Eight lanes because that is one AVX2 register of block sums; the AVX-512 kernels keep the same
 // eight so that the levels agree exactly and a fixture result does not depend on the CPU.
-// × Q8_K (the 256-value formats: K-quants, IQ1…IQ4_XS, TQ; int_dot_q8k.h), with the weight block
-// unpacked to int8 levels and per-sub-block f32 scale and offset (quant_unpack.h, x = scale·q + offset):
-//   * per block b and 16-value slot j, isum_bj = Σ w_level · a_level, exact in int32;
-//   * slot accumulators acc[j] = fma(scale_j · d_a, float(isum_bj), acc[j]) (scale_j that of the
-//     sub-block holding slot j; one f32 product), and for Q2_K, Q4_K, Q5_K (x = d·sc·q − dmin·m)
-//     off[j] = fma(offset_j · d_a, float(bsum_bj), off[j]);
-//   * the row's value = reduce16(acc) (+ reduce16(off)), reduce16(a) = reduce(a[j] + a[j+8]).
+// × Q8_K (the 256-value formats: K-quants, IQ1…IQ4_XS, TQ; int_dot_q8k.h), llama.cpp's per-block
+// integer form, with x = d·sc·level − dmin·m (sc, m the integer scale and min of the 16-value slot;
+// d and dmin an f16 times a power of two the format fixes, int_dot_q8k_formats.h):
+//   * per block b, isum_b = Σ_j sc_j · Σ_{i in slot j} w_level · a_level, exact in int32, and for
+//     Q2_K, Q4_K, Q5_K msum_b = Σ_j m_j · bsum_bj, exact in int32;
+//   * acc = fma(d_w · d_a, float(isum_b), acc) and off = fma(dmin_w · d_a, float(msum_b), off),
+//     blocks in order (one f32 product each);
+//   * the row's value = acc − off (off = 0 for the formats without mins).
 // The kernels require activation levels in [-127, 127], which the quantisers give for finite rows.
 //
 // Adding a type: write its kernel per level, declare it below, and add one row to the table in
 // int_dot.cpp (its tile kernel is optional); a 256-value format instead gets every × Q8_K
-// kernel from its unpacker in quant_unpack.h. A type without a kernel keeps f32 activations
+// kernel from its description in int_dot_q8k_formats.h and its register decoder in
+// int_dot_q8k_simd.h. A type without a kernel keeps f32 activations
 // (kernels::matmul falls back to the DotRowFn path).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/activation_quant.h"
@@ -62,6 +65,23 @@ void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, Act
 // prefill: y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit.
 using IntDotLanesFn = IntDotTileFn;
 
+// AMX int8 tiles (isa.h: amx_supported()), for prefill: 16 weight rows by kAmxTokens tokens per
+// tile product, the tokens of each group packed once per matmul (pack_act_amx) into the tiles'
+// layout. y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit. For the × Q8_0 formats
+// without an offset (Q8_0, MXFP4, Q4_0, Q5_0, IQ4_NL).
+constexpr int kAmxTokens = 16;
+size_t amx_group_bytes(int64_t n);    // one packed group of kAmxTokens rows of n values
+size_t amx_scratch_bytes(int64_t n);  // the scratch one call needs for rows of n values
+// Packs n_tokens <= kAmxTokens Q8_0 rows (act_stride bytes apart) into one group; tokens past
+// n_tokens are zeros.
+void pack_act_amx(const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* group);
+// act_groups: ceil(n_tokens / kAmxTokens) packed groups, group_stride bytes apart; scratch:
+// amx_scratch_bytes(n) bytes, 64-byte aligned.
+using IntDotAmxFn = void (*)(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_groups,
+                             size_t group_stride, int64_t n_tokens, int64_t n, float* y, int64_t y_stride, void* scratch);
+// Null where the CPU lacks AMX or the type has no AMX kernel (int_dot_amx.cpp).
+IntDotAmxFn int_dot_amx_kernel(tensor::Type weight);
+
 // The kernel for (weight type, isa): null if the type has no integer kernel or the CPU lacks the
 // isa. Isa::avx512 needs AVX-512 VNNI besides F/BW/VL; without it the AVX2 kernel runs there.
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
@@ -73,7 +93,8 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight);
 // The lane kernel for (weight type, isa); null where there is none.
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa);
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight);
-// The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni".
+// The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni"
+// ("avx512-vnni+amx" for the selected level where prefill uses AMX tiles).
 const char* int_dot_level_name(Isa isa);
 
 // The kernels, per level (int_dot_scalar.cpp, int_dot_avx2.cpp, int_dot_avx512.cpp).

@@ -3,47 +3,53 @@
 
 #include <cmath>
 
+#include "kernels/int_dot_q8k_formats.h"
 #include "tensor/no_fp_contract.h"
 
 namespace k3::kernels {
 namespace {
 
-float reduce8(const float* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
-float reduce16(const float* a) {
-    float folded[8];
-    for (int j = 0; j < 8; ++j) folded[j] = a[j] + a[j + 8];
-    return reduce8(folded);
+// d or dmin of a block: its f16 bits times the format's kDFactor.
+template <typename Format>
+float weight_factor(uint16_t f16_bits) {
+    const float value = tensor::f16_to_f32(f16_bits);
+    if constexpr (Format::kDFactor != 1.0f) return value * Format::kDFactor;
+    return value;
 }
 
+// Per block one integer sum with the integer slot scales applied (and one of
+// the slot mins times the activation's slot sums), then one f32 fma each.
 template <typename Format>
 float int_dot_scalar(const void* weight_row, const void* act_row, int64_t n) {
     const auto* w = static_cast<const typename Format::BlockType*>(weight_row);
     const auto* a = static_cast<const ActBlockQ8_K*>(act_row);
-    float acc[kQ8KSlots] = {}, off[kQ8KSlots] = {};
-    unpack::Unpacked u;
-    float scale[kQ8KSlots], offset[kQ8KSlots];
+    float acc = 0.0f, off = 0.0f;
+    int8_t q[256];
+    int sc[kQ8KSlots], m[kQ8KSlots];
     for (int64_t b = 0; b < n / 256; ++b) {
-        Format::unpack(w[b], u);
-        slot_factors<Format>(u, scale, offset);
+        Format::levels(w[b], q);
+        Format::slot_scales(w[b], sc);
+        int32_t isum = 0;
         for (int j = 0; j < kQ8KSlots; ++j) {
-            int32_t isum = 0;
-            for (int i = 16 * j; i < 16 * j + 16; ++i) isum += int32_t(u.q[i]) * int32_t(a[b].qs[i]);
-            acc[j] = std::fma(scale[j] * a[b].d, float(isum), acc[j]);
-            if constexpr (Format::kOffset) off[j] = std::fma(offset[j] * a[b].d, float(a[b].bsums[j]), off[j]);
+            int32_t slot = 0;
+            for (int i = 16 * j; i < 16 * j + 16; ++i) slot += int32_t(q[i]) * int32_t(a[b].qs[i]);
+            isum += sc[j] * slot;
+        }
+        acc = std::fma(weight_factor<Format>(Format::d_bits(w[b])) * a[b].d, float(isum), acc);
+        if constexpr (Format::kOffset) {
+            Format::slot_mins(w[b], m);
+            int32_t msum = 0;
+            for (int j = 0; j < kQ8KSlots; ++j) msum += m[j] * int32_t(a[b].bsums[j]);
+            off = std::fma(weight_factor<Format>(Format::dmin_bits(w[b])) * a[b].d, float(msum), off);
         }
     }
-    if constexpr (Format::kOffset) return reduce16(acc) + reduce16(off);
-    return reduce16(acc);
+    return acc - off;
 }
 
 }  // namespace
 
 IntDotFn scalar_q8k_int_dot(tensor::Type weight) {
-    if (!isa_supported(Isa::avx2)) return nullptr;
-    return unpack::with_format<IntDotFn>(weight, nullptr, []<typename F>() -> IntDotFn {
-        if constexpr (F::kBlockSize == 256) return &int_dot_scalar<F>;
-        else return nullptr;  // the 32-value formats pair with Q8_0/Q8_1
-    });
+    return q8k_formats::with_format<IntDotFn>(weight, nullptr, []<typename F>() -> IntDotFn { return &int_dot_scalar<F>; });
 }
 
 }  // namespace k3::kernels

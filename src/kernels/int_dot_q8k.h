@@ -1,30 +1,18 @@
-// The integer kernels of the 256-value formats (K-quants, IQ1…IQ4_XS, TQ) with Q8_K activations,
-// written once over the unpacked shape of quant_unpack.h (int8 levels, a scale and an offset per
-// sub-block); int_dot.h defines their arithmetic ("× Q8_K"). The unpacking is quant_unpack.h's
-// AVX2 code at every level (checked bit-exact against the scalar decoders); the levels differ
-// only in how they form the integer sums, and agree bit for bit.
+// The integer kernels of the 256-value formats (K-quants, IQ1…IQ4_XS, TQ) with Q8_K activations;
+// int_dot.h defines their arithmetic ("× Q8_K"). Each format is described once in plain integers
+// (int_dot_q8k_formats.h, the scalar reference) and decoded in registers by the SIMD levels
+// (int_dot_q8k_simd.h); the levels differ only in how they form the integer sums, and agree bit
+// for bit.
 #pragma once
 
 #include "kernels/int_dot.h"
-#include "kernels/quant_unpack.h"
 
 namespace k3::kernels {
 
 inline constexpr int kQ8KSlots = 16;  // 16-value slots of a 256-value block, one Q8_K bsum each
 
-// The scale and offset of each slot: those of the sub-block holding it.
-template <typename Format>
-void slot_factors(const unpack::Unpacked& u, float* scale, float* offset) {
-    for (int j = 0; j < kQ8KSlots; ++j) {
-        const int sub = 16 * j / Format::kSubSize;
-        scale[j] = u.scale[sub];
-        offset[j] = Format::kOffset ? u.offset[sub] : 0.0f;
-    }
-}
-
 // Per level (int_dot_q8k.cpp, int_dot_q8k_avx2.cpp, int_dot_q8k_avx512.cpp): the kernel of a
-// 256-value weight type, null for other types. The scalar one needs AVX2 for the unpacking: on a
-// CPU without it these types keep f32 activations.
+// 256-value weight type, null for other types.
 IntDotFn scalar_q8k_int_dot(tensor::Type weight);
 IntDotFn avx2_q8k_int_dot(tensor::Type weight);
 IntDotFn avx512_q8k_int_dot(tensor::Type weight);  // AVX-512 VL + VNNI

@@ -1,94 +1,516 @@
-// The SIMD × Q8_K kernels of int_dot_q8k.h, written once over a Products policy:
-//   static __m256i of(__m256i q, __m256i a): lane l = Σ of the 4 products q·a of bytes 4l..4l+3.
-// Slots 0..7 and 8..15 of int_dot.h's arithmetic sit in two registers. Include only inside a
-// target region that enables at least avx2,fma, after every system header; the functions live in
-// an unnamed namespace so each including file has its own copies.
+// The SIMD × Q8_K kernels (int_dot.h, "× Q8_K"): each weight block is decoded in registers
+// (levels by shuffles, ands, shifts and grid loads; integer slot scales from the packed scale
+// bytes) and multiplied by maddubs, or at the VNNI level by vpdpbusd; the integer slot scales are
+// applied to the 16-bit pair sums by a Products policy:
+//   static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales): acc + madd(pairs, scales);
+//   kByteDots, and where true static __m256i byte_dot(__m256i u, __m256i s): lane l = Σ of the 4
+//   products of unsigned u and signed s bytes 4l..4l+3 (vpdpbusd), used for the unsigned levels.
+// Tiles of several rows and tokens share one horizontal sum and one f32 fma per block. Include
+// only inside a target region that enables at least avx2,fma,f16c, after every system header;
+// the functions live in an unnamed namespace so each including file has its own copies.
 #pragma once
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 
 #include "kernels/int_dot_q8k.h"
-#include "kernels/int_dot_simd.h"
+#include "kernels/int_dot_q8k_formats.h"
+#include "kernels/quant_unpack.h"
+
+// The decoders and block sums are inlined into each tile, so that a block's registers never go
+// through memory (GCC otherwise calls one shared copy of the block sum).
+#define K3_Q8K_INLINE [[gnu::always_inline]] inline
 
 namespace k3::kernels::q8k_simd {
 namespace {
 
-// The 8 slot sums of 4 product registers (register k: slots 2k, 2k+1), in slot order.
-inline __m256i slot_sums(const __m256i* p) {
-    const __m256i sums = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-    return _mm256_permutevar8x32_epi32(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));  // from s0 s2 s4 s6 s1 s3 s5 s7
+// How a format's Decoded::q holds its levels: unsigned (maddubs' unsigned operand as they are),
+// signed (multiplied as |q| times a with q's sign), or magnitudes with the signs apart (±1 bytes).
+enum class Levels { unsigned_levels, signed_levels, magnitudes_and_signs };
+
+// A weight block in registers. q[k] holds elements 32k..32k+31 (slots 2k and 2k+1).
+struct Decoded {
+    __m256i q[8];
+    __m256i signs[8];     // ±1 per element (magnitudes_and_signs)
+    __m256i scales;       // int16; lane k of the low half: slot 2k's scale, of the high half: slot 2k+1's
+    __m256i slot_scales;  // int16 slot j's scale in lane j (the formats with a level bias)
+    __m256i mins;         // int16 slot j's min in lane j (the offset formats)
+};
+
+inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load16(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+// Sub-blocks of 32: 8 scale bytes (low half of `bytes`) -> Decoded::scales.
+inline __m256i scales_of_8(__m128i bytes, bool is_signed) {
+    return _mm256_broadcastsi128_si256(is_signed ? _mm_cvtepi8_epi16(bytes) : _mm_cvtepu8_epi16(bytes));
+}
+// Sub-blocks of 16: 16 signed scale bytes in slot order -> Decoded::scales (even slots, then odd).
+inline __m256i scales_of_16(__m128i bytes) {
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(bytes, even_odd));
+}
+// 8 unsigned bytes per sub-block of 32 -> one int16 per slot.
+inline __m256i slots_of_8(__m128i bytes) {
+    return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)));
+}
+inline __m256i mask8(int bits) { return _mm256_set1_epi8(char(bits)); }
+// Bit `bit` of every byte, as 0 or 1.
+inline __m256i bit_of(__m256i bytes, int bit) { return _mm256_and_si256(_mm256_srli_epi16(bytes, bit), mask8(1)); }
+// Bits 2s..2s+1 of every byte of the Q2_K/Q3_K level bytes: group 4h + s from qs[32h ..].
+inline void two_bit_levels(const uint8_t* qs, __m256i* q) {
+    for (int h = 0; h < 2; ++h) {
+        const __m256i v = load32(qs + 32 * h);
+        for (int s = 0; s < 4; ++s) q[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * s), mask8(3));
+    }
 }
 
-// The scalar kernel's arithmetic for kTokens activation rows (act_stride bytes apart) at once,
-// slots 0..7 and 8..15 in two registers per token: each weight block is unpacked once for all.
-template <typename Format, typename Products, int kTokens>
-void int_dot_tokens(const void* weight_row, const uint8_t* act, size_t act_stride, int64_t n, float* y, int64_t y_stride) {
-    const auto* w = static_cast<const typename Format::BlockType*>(weight_row);
-    __m256 acc[kTokens][2], off[kTokens][2];
-    for (int t = 0; t < kTokens; ++t) acc[t][0] = acc[t][1] = off[t][0] = off[t][1] = _mm256_setzero_ps();
-    unpack::Unpacked u;
-    alignas(32) float scale[kQ8KSlots], offset[kQ8KSlots];
+// Per format: kLevels, kBiasShift (levels stored as level + 2^shift, the bias taken off with
+// the activation's slot sums; negative: none) and decode(block, Decoded&).
+template <typename Format>
+struct Simd;
+
+template <>
+struct Simd<q8k_formats::Q2K> {
+    static constexpr Levels kLevels = Levels::unsigned_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockQ2_K& b, Decoded& out) {
+        two_bit_levels(b.qs, out.q);
+        const __m128i bytes = load16(b.scales);
+        out.scales = scales_of_16(_mm_and_si128(bytes, _mm_set1_epi8(15)));
+        out.mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15)));
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Q3K> {
+    static constexpr Levels kLevels = Levels::unsigned_levels;
+    static constexpr int kBiasShift = 2;  // level + 4 = the two bits | the hmask bit << 2
+    K3_Q8K_INLINE static void decode(const tensor::BlockQ3_K& b, Decoded& out) {
+        two_bit_levels(b.qs, out.q);
+        const __m256i hmask = load32(b.hmask);
+        for (int k = 0; k < 8; ++k) out.q[k] = _mm256_or_si256(out.q[k], _mm256_slli_epi16(bit_of(hmask, k), 2));
+        // Slot j's 6 bits: low nibble from byte j % 8 (its high nibble for j >= 8), the top two
+        // from bits 2(j/4).. of byte 8 + j % 4; stored + 32.
+        const uint32_t w0 = tensor::load_u32(b.scales), w1 = tensor::load_u32(b.scales + 4), w2 = tensor::load_u32(b.scales + 8);
+        const auto slots_of = [w2](uint32_t low_nibbles, int high_shift) {
+            return (low_nibbles & 0x0f0f0f0fu) | ((w2 >> high_shift) & 0x03030303u) << 4;
+        };
+        const __m128i stored = _mm_setr_epi32(int32_t(slots_of(w0, 0)), int32_t(slots_of(w1, 2)),
+                                              int32_t(slots_of(w0 >> 4, 4)), int32_t(slots_of(w1 >> 4, 6)));
+        const __m128i bytes = _mm_sub_epi8(stored, _mm_set1_epi8(32));
+        out.scales = scales_of_16(bytes);
+        out.slot_scales = _mm256_cvtepi8_epi16(bytes);
+    }
+};
+
+template <int Bits, typename Block>
+struct Simd<q8k_formats::Q45K<Bits, Block>> {
+    static constexpr Levels kLevels = Levels::unsigned_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const Block& b, Decoded& out) {
+        for (int c = 0; c < 4; ++c) {
+            const __m256i v = load32(b.qs + 32 * c);
+            out.q[2 * c] = _mm256_and_si256(v, mask8(15));
+            out.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask8(15));
+        }
+        if constexpr (Bits == 5) {
+            const __m256i qh = load32(b.qh);
+            for (int k = 0; k < 8; ++k) out.q[k] = _mm256_or_si256(out.q[k], _mm256_slli_epi16(bit_of(qh, k), 4));
+        }
+        // The 12 scale bytes: sub-block k < 4 has scale = byte k & 63 and min = byte k + 4 & 63;
+        // k >= 4 takes its low four bits from byte k + 4 (scale: low nibble, min: high) and its
+        // top two from bits 6..7 of byte k - 4 (scale) or byte k (min).
+        const uint32_t w0 = tensor::load_u32(b.scales), w1 = tensor::load_u32(b.scales + 4), w2 = tensor::load_u32(b.scales + 8);
+        const uint32_t scales_high = (w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u);
+        const uint32_t mins_high = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u);
+        out.scales = scales_of_8(_mm_setr_epi32(int32_t(w0 & 0x3f3f3f3fu), int32_t(scales_high), 0, 0), false);
+        out.mins = slots_of_8(_mm_setr_epi32(int32_t(w1 & 0x3f3f3f3fu), int32_t(mins_high), 0, 0));
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Q6K> {
+    static constexpr Levels kLevels = Levels::unsigned_levels;
+    static constexpr int kBiasShift = 5;  // level + 32
+    K3_Q8K_INLINE static void decode(const tensor::BlockQ6_K& b, Decoded& out) {
+        const __m256i bits45 = mask8(0x30);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i ql0 = load32(b.ql + 64 * h), ql1 = load32(b.ql + 64 * h + 32), qh = load32(b.qh + 32 * h);
+            // Group g: 4 low bits from ql, bits 2g..2g+1 of qh moved to bits 4..5.
+            out.q[4 * h] = _mm256_or_si256(_mm256_and_si256(ql0, mask8(15)), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45));
+            out.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, mask8(15)), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45));
+            out.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask8(15)), _mm256_and_si256(qh, bits45));
+            out.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask8(15)),
+                                               _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45));
+        }
+        const __m128i bytes = load16(b.scales);
+        out.scales = scales_of_16(bytes);
+        out.slot_scales = _mm256_cvtepi8_epi16(bytes);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq4xs> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq4xs& b, Decoded& out) {
+        const __m256i table = _mm256_broadcastsi128_si256(load16(tensor::kIq4nlValues));
+        for (int s = 0; s < 8; ++s) {
+            const __m128i v = load16(b.qs + 16 * s);
+            const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), mask8(15));
+            out.q[s] = _mm256_shuffle_epi8(table, nibbles);
+        }
+        uint64_t bytes = 0;
+        for (int s = 0; s < 8; ++s) bytes |= uint64_t(uint8_t(tensor::iq4xs_sub_scale(b, s))) << (8 * s);
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(bytes)), true);
+    }
+};
+
+// The sign bytes (+1, or −1 where the bit is set) of each 7-bit IQ sign field.
+inline constexpr std::array<uint64_t, 128> kIqSignBytes = [] {
+    std::array<uint64_t, 128> table{};
+    for (unsigned field = 0; field < 128; ++field)
+        for (int e = 0; e < 8; ++e)
+            table[field] |= uint64_t(tensor::kIqSignsFrom7Bits[field] >> e & 1 ? 0xff : 0x01) << (8 * e);
+    return table;
+}();
+
+template <>
+struct Simd<q8k_formats::Iq2xxs> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq2xxs& b, Decoded& out) {
+        const auto& grid = tensor::kIq2xxsGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* sub = b.qs + 8 * s;
+            const uint32_t signs_scale = tensor::load_u32(sub + 4);
+            out.q[s] = _mm256_setr_epi64x(int64_t(grid[sub[0]]), int64_t(grid[sub[1]]), int64_t(grid[sub[2]]), int64_t(grid[sub[3]]));
+            out.signs[s] = _mm256_setr_epi64x(int64_t(kIqSignBytes[signs_scale & 127]), int64_t(kIqSignBytes[(signs_scale >> 7) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 14) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 21) & 127]));
+            scale_bytes |= uint64_t(2 * (signs_scale >> 28) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+// IQ1: 8·g per byte of grid values g in {−1, 0, 1} (the bits a 16-bit shift carries into the
+// next byte masked off); the levels are 8g ± 1.
+K3_Q8K_INLINE __m256i eight_times(__m256i grid_values) { return _mm256_and_si256(_mm256_slli_epi16(grid_values, 3), mask8(0xf8)); }
+
+template <>
+struct Simd<q8k_formats::Iq1m> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq1m& b, Decoded& out) {
+        // Group g's nibble (nibble g%2 of qh[g/2]): its low three bits extend grid index qs[g],
+        // its bit 3 is the sign of δ.
+        const __m128i qh = load16(b.qh), seven = _mm_set1_epi8(7);
+        const __m128i low = _mm_and_si128(qh, seven), high = _mm_and_si128(_mm_srli_epi16(qh, 4), seven);
+        const __m128i index_high[2] = {_mm_unpacklo_epi8(low, high), _mm_unpackhi_epi8(low, high)};
+        alignas(32) uint16_t index[32];
+        for (int i = 0; i < 2; ++i) {
+            const __m256i v = _mm256_or_si256(_mm256_cvtepu8_epi16(load16(b.qs + 16 * i)),
+                                              _mm256_slli_epi16(_mm256_cvtepu8_epi16(index_high[i]), 8));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(index + 16 * i), v);
+        }
+        // Byte j of sub-block s is in group 4s + j/8, whose δ sign is bit 3 (j%16 < 8) or 7 of qh[2s + j/16].
+        const __m256i qh_both = _mm256_broadcastsi128_si256(qh);
+        const __m256i delta_bit = _mm256_setr_epi64x(0x0808080808080808, int64_t(0x8080808080808080ull), 0x0808080808080808,
+                                                     int64_t(0x8080808080808080ull));
+        const auto& grid = tensor::kIq1sGrid;
+        for (int s = 0; s < 8; ++s) {
+            const __m256i spread = _mm256_shuffle_epi8(qh_both, _mm256_set_m128i(_mm_set1_epi8(char(2 * s + 1)), _mm_set1_epi8(char(2 * s))));
+            const __m256i negative = _mm256_cmpeq_epi8(_mm256_and_si256(spread, delta_bit), delta_bit);
+            const __m256i delta = _mm256_or_si256(negative, mask8(1));  // −1 or +1
+            const uint16_t* g = index + 4 * s;
+            const __m256i points = _mm256_setr_epi64x(int64_t(grid[g[0]]), int64_t(grid[g[1]]), int64_t(grid[g[2]]), int64_t(grid[g[3]]));
+            out.q[s] = _mm256_add_epi8(eight_times(points), delta);
+        }
+        // Slot h's 3-bit scale: bits 3(h%4).. of u16 word h/4. Lane i of each half holds word i/2;
+        // the multiply moves the slot's field to bits 13..15.
+        const __m256i words = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales))),
+                                                  _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7,  //
+                                                                   0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7));
+        const __m256i to_top = _mm256_setr_epi16(1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7,  // fields 0, 2
+                                                 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4);  // fields 1, 3
+        const __m256i field = _mm256_srli_epi16(_mm256_mullo_epi16(words, to_top), 13);
+        out.scales = _mm256_or_si256(_mm256_slli_epi16(field, 1), _mm256_set1_epi16(1));
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq1s> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq1s& b, Decoded& out) {
+        const auto& grid = tensor::kIq1sGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const unsigned qh = tensor::load_u16(b.qh + 2 * s);
+            const uint8_t* qs = b.qs + 4 * s;
+            const __m256i points = _mm256_setr_epi64x(int64_t(grid[qs[0] | (qh & 7) << 8]), int64_t(grid[qs[1] | ((qh >> 3) & 7) << 8]),
+                                                      int64_t(grid[qs[2] | ((qh >> 6) & 7) << 8]), int64_t(grid[qs[3] | ((qh >> 9) & 7) << 8]));
+            out.q[s] = _mm256_add_epi8(eight_times(points), mask8(qh & 0x8000 ? -1 : 1));
+            scale_bytes |= uint64_t(2 * ((qh >> 12) & 7) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+// IQ2_XS, IQ2_S: slot h's scale 2ls + 1 from nibble h%2 of scales[h/2].
+K3_Q8K_INLINE __m256i iq2_scales(const uint8_t* scales) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)), fifteen = _mm_set1_epi8(15);
+    const __m128i ls = _mm_unpacklo_epi8(_mm_and_si128(bytes, fifteen), _mm_and_si128(_mm_srli_epi16(bytes, 4), fifteen));
+    return scales_of_16(_mm_or_si128(_mm_add_epi8(ls, ls), _mm_set1_epi8(1)));
+}
+// ±1 bytes from 32 sign bits (−1 where set).
+K3_Q8K_INLINE __m256i sign_bytes(uint32_t bits) { return _mm256_or_si256(unpack::bytes_of_bits(bits), mask8(1)); }
+
+template <>
+struct Simd<q8k_formats::Iq2xs> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq2xs& b, Decoded& out) {
+        const auto& grid = tensor::kIq2xsGrid;
+        for (int s = 0; s < 8; ++s) {
+            unsigned code[4];
+            for (int g = 0; g < 4; ++g) code[g] = tensor::load_u16(b.qs + 8 * s + 2 * g);
+            out.q[s] = _mm256_setr_epi64x(int64_t(grid[code[0] & 511]), int64_t(grid[code[1] & 511]), int64_t(grid[code[2] & 511]),
+                                          int64_t(grid[code[3] & 511]));
+            out.signs[s] = _mm256_setr_epi64x(int64_t(kIqSignBytes[code[0] >> 9]), int64_t(kIqSignBytes[code[1] >> 9]),
+                                              int64_t(kIqSignBytes[code[2] >> 9]), int64_t(kIqSignBytes[code[3] >> 9]));
+        }
+        out.scales = iq2_scales(b.scales);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq2s> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq2s& b, Decoded& out) {
+        const auto& grid = tensor::kIq2sGrid;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* low = b.grid_low + 4 * s;
+            const unsigned qh = b.qh[s];
+            out.q[s] = _mm256_setr_epi64x(int64_t(grid[low[0] | (qh & 3) << 8]), int64_t(grid[low[1] | ((qh >> 2) & 3) << 8]),
+                                          int64_t(grid[low[2] | ((qh >> 4) & 3) << 8]), int64_t(grid[low[3] | ((qh >> 6) & 3) << 8]));
+            out.signs[s] = sign_bytes(tensor::load_u32(b.signs + 4 * s));
+        }
+        out.scales = iq2_scales(b.scales);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq3xxs> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq3xxs& b, Decoded& out) {
+        const auto& grid = tensor::kIq3xxsGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* k = b.qs + 8 * s;
+            out.q[s] = _mm256_setr_epi32(int32_t(grid[k[0]]), int32_t(grid[k[1]]), int32_t(grid[k[2]]), int32_t(grid[k[3]]),
+                                         int32_t(grid[k[4]]), int32_t(grid[k[5]]), int32_t(grid[k[6]]), int32_t(grid[k[7]]));
+            const uint32_t signs_scale = tensor::load_u32(b.scales_signs + 4 * s);
+            out.signs[s] = _mm256_setr_epi64x(int64_t(kIqSignBytes[signs_scale & 127]), int64_t(kIqSignBytes[(signs_scale >> 7) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 14) & 127]),
+                                              int64_t(kIqSignBytes[(signs_scale >> 21) & 127]));
+            scale_bytes |= uint64_t(2 * (signs_scale >> 28) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Iq3s> {
+    static constexpr Levels kLevels = Levels::magnitudes_and_signs;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockIq3s& b, Decoded& out) {
+        const auto& grid = tensor::kIq3sGrid;
+        uint64_t scale_bytes = 0;
+        for (int s = 0; s < 8; ++s) {
+            const uint8_t* k = b.qs + 8 * s;
+            const unsigned qh = b.qh[s];
+            out.q[s] = _mm256_setr_epi32(int32_t(grid[k[0] | (qh & 1) << 8]), int32_t(grid[k[1] | (qh & 2) << 7]),
+                                         int32_t(grid[k[2] | (qh & 4) << 6]), int32_t(grid[k[3] | (qh & 8) << 5]),
+                                         int32_t(grid[k[4] | (qh & 16) << 4]), int32_t(grid[k[5] | (qh & 32) << 3]),
+                                         int32_t(grid[k[6] | (qh & 64) << 2]), int32_t(grid[k[7] | (qh & 128) << 1]));
+            out.signs[s] = sign_bytes(tensor::load_u32(b.signs + 4 * s));
+            scale_bytes |= uint64_t(2 * ((b.scales[s / 2] >> (4 * (s % 2))) & 15) + 1) << (8 * s);
+        }
+        out.scales = scales_of_8(_mm_cvtsi64_si128(int64_t(scale_bytes)), false);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Tq1> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockTq1_0& b, Decoded& out) {
+        const __m256i first = load32(b.qs), rest = _mm256_castsi128_si256(load16(b.qs + 32));
+        for (int t = 0; t < 5; ++t) out.q[t] = unpack::tq1_levels(first, t);
+        // Elements 160 + 16t + l: trit t of qs[32 + l]; 240 + 4t + j: trit t of qh[j].
+        __m128i rest_levels[5];
+        for (int t = 0; t < 5; ++t) rest_levels[t] = _mm256_castsi256_si128(unpack::tq1_levels(rest, t));
+        alignas(16) int8_t high[16];
+        for (int t = 0; t < 4; ++t)
+            for (int j = 0; j < 4; ++j) high[4 * t + j] = int8_t(tensor::tq1_trit(b.qh[j], t) - 1);
+        out.q[5] = _mm256_set_m128i(rest_levels[1], rest_levels[0]);
+        out.q[6] = _mm256_set_m128i(rest_levels[3], rest_levels[2]);
+        out.q[7] = _mm256_set_m128i(_mm_load_si128(reinterpret_cast<const __m128i*>(high)), rest_levels[4]);
+        out.scales = _mm256_set1_epi16(1);
+    }
+};
+
+template <>
+struct Simd<q8k_formats::Tq2> {
+    static constexpr Levels kLevels = Levels::signed_levels;
+    static constexpr int kBiasShift = -1;
+    K3_Q8K_INLINE static void decode(const tensor::BlockTq2_0& b, Decoded& out) {
+        two_bit_levels(b.qs, out.q);
+        for (int k = 0; k < 8; ++k) out.q[k] = _mm256_sub_epi8(out.q[k], mask8(1));
+        out.scales = _mm256_set1_epi16(1);
+    }
+};
+
+// The integer sum of one decoded block with one activation block, spread over 8 int32 lanes.
+template <typename Format, typename Products>
+K3_Q8K_INLINE __m256i block_sum(const Decoded& w, const ActBlockQ8_K& a) {
+    __m256i acc = _mm256_setzero_si256();
+    if constexpr (Products::kByteDots && Simd<Format>::kLevels == Levels::unsigned_levels) {
+        // Groups k, k+1 by byte dots; each 4-product sum fits int16 (levels < 64), so the pair packs
+        // into one register: slots 2k, 2k+2 in the low half, 2k+1, 2k+3 in the high half.
+        for (int k = 0; k < 8; k += 2) {
+            const __m256i packed = _mm256_packs_epi32(Products::byte_dot(w.q[k], load32(a.qs + 32 * k)),
+                                                      Products::byte_dot(w.q[k + 1], load32(a.qs + 32 * k + 32)));
+            const __m256i pick = _mm256_setr_epi64x(int64_t(0x0001000100010001ull * uint64_t((2 * k + 1) << 8 | 2 * k)),
+                                                    int64_t(0x0001000100010001ull * uint64_t((2 * k + 3) << 8 | (2 * k + 2))),
+                                                    int64_t(0x0001000100010001ull * uint64_t((2 * k + 1) << 8 | 2 * k)),
+                                                    int64_t(0x0001000100010001ull * uint64_t((2 * k + 3) << 8 | (2 * k + 2))));
+            acc = Products::add_scaled(acc, packed, _mm256_shuffle_epi8(w.scales, pick));
+        }
+    } else {
+        for (int k = 0; k < 8; ++k) {
+            const __m256i act = load32(a.qs + 32 * k);
+            __m256i pairs;
+            if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) pairs = _mm256_maddubs_epi16(w.q[k], act);
+            else if constexpr (Simd<Format>::kLevels == Levels::signed_levels)
+                pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w.q[k], w.q[k]), _mm256_sign_epi8(act, w.q[k]));
+            else pairs = _mm256_maddubs_epi16(w.q[k], _mm256_sign_epi8(act, w.signs[k]));
+            const __m256i pick = _mm256_set1_epi16(int16_t((2 * k + 1) << 8 | 2 * k));  // lane k of each half
+            acc = Products::add_scaled(acc, pairs, _mm256_shuffle_epi8(w.scales, pick));
+        }
+    }
+    if constexpr (Simd<Format>::kBiasShift >= 0) {
+        const __m256i bias = _mm256_madd_epi16(load32(a.bsums), w.slot_scales);
+        acc = _mm256_sub_epi32(acc, _mm256_slli_epi32(bias, Simd<Format>::kBiasShift));
+    }
+    return acc;
+}
+
+// Lane i: the sum of the 8 lanes of s[i].
+K3_Q8K_INLINE __m128i sums_of_4(const __m256i* s) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// Four blocks' d (or dmin): their f16 bits times the format's kDFactor.
+template <typename Format>
+K3_Q8K_INLINE __m128 weight_factors(const uint16_t* f16_bits) {
+    const __m128 value = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f16_bits)));
+    if constexpr (Format::kDFactor != 1.0f) return _mm_mul_ps(value, _mm_set1_ps(Format::kDFactor));
+    return value;
+}
+
+// kRows weight rows × kTokens activation rows: lane kTokens·r + t of the accumulators is
+// (row r, token t), each weight block decoded once for the tile's tokens.
+template <typename Format, typename Products, int kRows, int kTokens>
+void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
+          int64_t y_stride) {
+    static_assert(kRows * kTokens <= 4);
+    using Block = typename Format::BlockType;
+    __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
-        Format::unpack(w[b], u);
-        slot_factors<Format>(u, scale, offset);
-        for (int t = 0; t < kTokens; ++t) {
-            const ActBlockQ8_K& a = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t) * act_stride)[b];
-            const __m256 d = _mm256_set1_ps(a.d);
-            __m256i products[8];
-            for (int k = 0; k < 8; ++k) products[k] = Products::of(unpack::load32(u.q + 32 * k), unpack::load32(a.qs + 32 * k));
-            for (int half = 0; half < 2; ++half) {
-                const __m256 sums = _mm256_cvtepi32_ps(slot_sums(products + 4 * half));
-                acc[t][half] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(scale + 8 * half), d), sums, acc[t][half]);
+        __m256i sums[4] = {}, mins[4] = {};
+        uint16_t d_bits[4] = {}, dmin_bits[4] = {};
+        alignas(16) float d_act[4] = {};
+        for (int r = 0; r < kRows; ++r) {
+            const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
+            Decoded decoded;
+            Simd<Format>::decode(w, decoded);
+            for (int t = 0; t < kTokens; ++t) {
+                const ActBlockQ8_K& a = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t) * act_stride)[b];
+                const int lane = kTokens * r + t;
+                sums[lane] = block_sum<Format, Products>(decoded, a);
+                d_bits[lane] = Format::d_bits(w);
+                d_act[lane] = a.d;
                 if constexpr (Format::kOffset) {
-                    const __m256 bsums = _mm256_cvtepi32_ps(
-                        _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums + 8 * half))));
-                    off[t][half] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_load_ps(offset + 8 * half), d), bsums, off[t][half]);
+                    mins[lane] = _mm256_madd_epi16(load32(a.bsums), decoded.mins);
+                    dmin_bits[lane] = Format::dmin_bits(w);
                 }
             }
         }
+        const __m128 da = _mm_load_ps(d_act);
+        const __m128 d = _mm_mul_ps(weight_factors<Format>(d_bits), da);
+        acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(sums_of_4(sums)), acc);
+        if constexpr (Format::kOffset) {
+            const __m128 dmin = _mm_mul_ps(weight_factors<Format>(dmin_bits), da);
+            off = _mm_fmadd_ps(dmin, _mm_cvtepi32_ps(sums_of_4(mins)), off);
+        }
     }
-    for (int t = 0; t < kTokens; ++t) {
-        const float dot = int_simd::reduce8(_mm256_add_ps(acc[t][0], acc[t][1]));
-        y[t * y_stride] = Format::kOffset ? dot + int_simd::reduce8(_mm256_add_ps(off[t][0], off[t][1])) : dot;
-    }
+    alignas(16) float out[4];
+    _mm_store_ps(out, _mm_sub_ps(acc, off));
+    for (int r = 0; r < kRows; ++r)
+        for (int t = 0; t < kTokens; ++t) y[t * y_stride + r] = out[kTokens * r + t];
 }
 
 template <typename Format, typename Products>
 float int_dot(const void* weight_row, const void* act_row, int64_t n) {
     float y;
-    int_dot_tokens<Format, Products, 1>(weight_row, static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
+    tile<Format, Products, 1, 1>(static_cast<const uint8_t*>(weight_row), 0, static_cast<const uint8_t*>(act_row), 0, n, &y, 0);
     return y;
 }
 
-// Several tokens of one weight row: four tokens at a time, then the last 1-3 together.
-template <typename Format, typename Products>
-void int_dot_rows(const void* weight_row, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, float* y,
-                  int64_t y_stride) {
-    const auto* act = static_cast<const uint8_t*>(act_rows);
-    int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4)
-        int_dot_tokens<Format, Products, 4>(weight_row, act + t * act_stride, act_stride, n, y + t * y_stride, y_stride);
-    const uint8_t* rest = act + t * act_stride;
-    float* y_rest = y + t * y_stride;
-    switch (n_tokens - t) {
-        case 3: int_dot_tokens<Format, Products, 3>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
-        case 2: int_dot_tokens<Format, Products, 2>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
-        case 1: int_dot_tokens<Format, Products, 1>(weight_row, rest, act_stride, n, y_rest, y_stride); break;
-        default: break;
-    }
+// kTokens activation rows with every weight row: kRows rows at a time, the last rows one by one.
+template <typename Format, typename Products, int kRows, int kTokens>
+void rows_of_tiles(const uint8_t* rows, size_t weight_stride, int64_t n_rows, const uint8_t* act, size_t act_stride, int64_t n,
+                   float* y, int64_t y_stride) {
+    int64_t r = 0;
+    for (; r + kRows <= n_rows; r += kRows)
+        tile<Format, Products, kRows, kTokens>(rows + size_t(r) * weight_stride, weight_stride, act, act_stride, n, y + r, y_stride);
+    for (; r < n_rows; ++r)
+        tile<Format, Products, 1, kTokens>(rows + size_t(r) * weight_stride, weight_stride, act, act_stride, n, y + r, y_stride);
 }
 
-// IntDotTileFn: the rows one after another (each block is unpacked once per row and run of
-// tokens; a 256-value block is too large to keep several rows' unpacked levels in registers).
+// IntDotTileFn: four tokens at a time, each row with all of them while it is in L1 (prefill);
+// then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2 tokens or one
+// row × 3 tokens.
 template <typename Format, typename Products>
 void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* rows = static_cast<const uint8_t*>(weight_rows);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    const int64_t t = n_tokens / 4 * 4;
     for (int64_t r = 0; r < n_rows; ++r)
-        int_dot_rows<Format, Products>(rows + size_t(r) * weight_stride, act_rows, act_stride, n_tokens, n, y + r, y_stride);
+        for (int64_t t4 = 0; t4 < t; t4 += 4)
+            tile<Format, Products, 1, 4>(rows + size_t(r) * weight_stride, 0, act + size_t(t4) * act_stride, act_stride, n,
+                                         y + t4 * y_stride + r, y_stride);
+    const uint8_t* rest = act + size_t(t) * act_stride;
+    float* y_rest = y + t * y_stride;
+    switch (n_tokens - t) {
+        case 3: rows_of_tiles<Format, Products, 1, 3>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        case 2: rows_of_tiles<Format, Products, 2, 2>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        case 1: rows_of_tiles<Format, Products, 4, 1>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        default: break;
+    }
 }
 
 }  // namespace
 }  // namespace k3::kernels::q8k_simd
+
+#undef K3_Q8K_INLINE

@@ -138,6 +138,18 @@ template <typename F, int kRows, int kTokens, typename Group>
             y[t * y_stride + r] = F::kOffset ? reduce8(acc[r][t]) + reduce8(off[r][t]) : reduce8(acc[r][t]);
 }
 
+// Group b of the kRows rows after the tile's, into L2 while the tile's own group is multiplied:
+// the weights stream from memory once, and a row is too short (a few KiB) for the hardware
+// prefetcher to run ahead of four interleaved rows (decode's profile stalled on each group's
+// first load).
+template <typename F, int kRows>
+[[gnu::always_inline]] inline void prefetch_next_tile(const uint8_t* w, size_t w_stride, int64_t b) {
+    for (int r = 0; r < kRows; ++r) {
+        const uint8_t* group = w + size_t(kRows + r) * w_stride + size_t(b) * F::kBytes;
+        for (int line = 0; line < 8 * F::kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(group + line), _MM_HINT_T1);
+    }
+}
+
 // A tile of kRows weight rows (w_stride bytes apart) times kTokens activation rows (act_stride
 // bytes apart): each group of eight weight blocks is decoded once for every token, each group of
 // activation blocks loaded once for every row, and every (row, token) pair keeps its own
@@ -152,22 +164,42 @@ struct TileBlock {
                     int64_t y_stride) {
         using Act = int_formats::ActBlock<F>;
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
-            typename Level::Weight wl[kRows][8];
-            __m256 w_d[kRows], w_m[kRows];
-            group_weights<F, Level, kRows, false>(w, w_stride, b, count, wl, w_d, w_m);
-            for (int t = 0; t < kTokens; ++t) {
+            prefetch_next_tile<F, kRows>(w, w_stride, b);
+            __m256i qs[8];
+            __m256 act_d, act_s = _mm256_setzero_ps();
+            const auto load_token = [&](int t) __attribute__((always_inline)) {
                 const Act* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride) + b;
-                __m256i qs[8];
                 for (int j = 0; j < 8; ++j)
                     qs[j] = j < count ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs)) : _mm256_setzero_si256();
-                const __m256 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
-                [[maybe_unused]] __m256 act_s;
+                act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
                 if constexpr (F::kOffset) act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count);
+            };
+            const auto add_terms = [&](int r, int t, const __m256i (&p)[8], __m256 w_d, __m256 w_m) __attribute__((always_inline)) {
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(block_totals(p)), acc[r][t]);
+                if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m, act_s, off[r][t]);
+            };
+            if constexpr (kTokens == 1) {
+                // Decode: each row's levels are used once, so they are decoded where they are
+                // multiplied (decoding all rows' first spilled registers).
+                load_token(0);
                 for (int r = 0; r < kRows; ++r) {
+                    const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
                     __m256i p[8];
-                    for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], qs[j]);
-                    acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(block_totals(p)), acc[r][t]);
-                    if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], act_s, off[r][t]);
+                    for (int j = 0; j < 8; ++j)
+                        p[j] = j < count ? Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), qs[j]) : _mm256_setzero_si256();
+                    add_terms(r, 0, p, weight_scales<F>(wb, count), F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
+                }
+            } else {
+                typename Level::Weight wl[kRows][8];
+                __m256 w_d[kRows], w_m[kRows];
+                group_weights<F, Level, kRows, false>(w, w_stride, b, count, wl, w_d, w_m);
+                for (int t = 0; t < kTokens; ++t) {
+                    load_token(t);
+                    for (int r = 0; r < kRows; ++r) {
+                        __m256i p[8];
+                        for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], qs[j]);
+                        add_terms(r, t, p, w_d[r], w_m[r]);
+                    }
                 }
             }
         });

@@ -1,8 +1,14 @@
 #include "kernels/isa.h"
 
+#include <cstdio>
 #include <cstdlib>
-#include <initializer_list>
 #include <cstring>
+#include <initializer_list>
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace k3::kernels {
 
@@ -33,22 +39,84 @@ const char* isa_name(Isa isa) {
 }
 
 namespace {
-Isa detect() {
-    Isa cap = Isa::avx512;
-    if (const char* env = std::getenv("K3_ISA")) {
-        if (!std::strcmp(env, "scalar")) cap = Isa::scalar;
-        else if (!std::strcmp(env, "avx2")) cap = Isa::avx2;
+
+// CPUID leaf 7: EDX bit 24 AMX-TILE, bit 25 AMX-INT8 (GCC 12's __builtin_cpu_supports does
+// not know them).
+bool cpu_has_amx_int8() {
+#if defined(__x86_64__)
+    unsigned eax = 7, ebx, ecx = 0, edx;
+    __asm__("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+    return (edx >> 24 & 1) && (edx >> 25 & 1);
+#else
+    return false;
+#endif
+}
+
+// Linux keeps the 8 KiB tile state off until a process asks for it (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); the grant covers every thread of the process.
+bool os_grants_amx() {
+#if defined(__linux__) && defined(__x86_64__)
+    constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtileData = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtileData) == 0;
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+bool amx_supported() {
+    static const bool supported = isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni") &&
+                                  cpu_has_amx_int8() && os_grants_amx();
+    return supported;
+}
+
+IsaSelection select_isa(const char* requested) {
+    struct Level {
+        const char* name;
+        Isa isa;
+        bool amx;
+    };
+    constexpr Level kLevels[] = {{"scalar", Isa::scalar, false},
+                                 {"avx2", Isa::avx2, false},
+                                 {"avx512", Isa::avx512, false},
+                                 {"amx", Isa::avx512, true}};
+    Level cap = kLevels[3];
+    std::string notice;
+    if (requested) {
+        const Level* named = nullptr;
+        for (const Level& level : kLevels)
+            if (!std::strcmp(requested, level.name)) named = &level;
+        if (named) cap = *named;
+        else notice = std::string("K3_ISA=") + requested + " is not a level (scalar, avx2, avx512, amx)";
     }
-    for (Isa isa : {Isa::avx512, Isa::avx2}) {
-        if (int(isa) <= int(cap) && isa_supported(isa)) return isa;
-    }
-    return Isa::scalar;
+    IsaSelection selection{Isa::scalar, false, {}};
+    for (Isa isa : {Isa::avx512, Isa::avx2})
+        if (int(isa) <= int(cap.isa) && isa_supported(isa)) {
+            selection.isa = isa;
+            break;
+        }
+    selection.amx = cap.amx && selection.isa == Isa::avx512 && amx_supported();
+    if (requested && notice.empty() && (selection.isa != cap.isa || selection.amx != cap.amx))
+        notice = std::string("K3_ISA=") + requested + ": this CPU lacks it";
+    if (!notice.empty())
+        selection.notice = notice + "; running " + (selection.amx ? "amx" : isa_name(selection.isa));
+    return selection;
+}
+
+namespace {
+const IsaSelection& selected() {
+    static const IsaSelection selection = [] {
+        IsaSelection s = select_isa(std::getenv("K3_ISA"));
+        if (!s.notice.empty()) std::fprintf(stderr, "k3: %s\n", s.notice.c_str());
+        return s;
+    }();
+    return selection;
 }
 }  // namespace
 
-Isa best_isa() {
-    static const Isa isa = detect();
-    return isa;
-}
+Isa best_isa() { return selected().isa; }
+
+bool amx_enabled() { return selected().amx; }
 
 }  // namespace k3::kernels

@@ -1,8 +1,14 @@
 // Instruction-set levels the kernels are built for, chosen at run time from CPUID so that one
-// binary runs on any x86-64. K3_ISA=scalar|avx2|avx512 caps the level (for tests and triage):
-// a cap above what the CPU has falls back to the best level it has, never to a kernel it lacks.
+// binary runs on any x86-64. K3_ISA=scalar|avx2|avx512|amx caps the level (for tests and triage):
+// a level the CPU lacks falls back to the best level it has, and a name that is no level runs
+// the best level; either prints one notice on stderr naming what runs instead.
 // The integer kernels of Isa::avx512 also need AVX-512 VNNI; without it they run at AVX2.
+// AMX int8 tiles (Sapphire Rapids and later) are a capability on top of Isa::avx512 for the
+// multi-token integer products (int_dot.h): on by default where the CPU and the OS allow them,
+// off under any K3_ISA below amx.
 #pragma once
+
+#include <string>
 
 namespace k3::kernels {
 
@@ -11,5 +17,20 @@ enum class Isa { scalar, avx2, avx512 };
 bool isa_supported(Isa isa);  // this CPU can run kernels of that level
 Isa best_isa();               // highest supported level, capped by K3_ISA
 const char* isa_name(Isa isa);
+
+// The CPU has AMX-INT8 tiles (and AVX-512 VNNI beside them) and the kernel granted this
+// process the tile state (asked once, on the first call).
+bool amx_supported();
+// AMX tiles are used: supported and not capped away by K3_ISA.
+bool amx_enabled();
+
+// What K3_ISA=`requested` (null: unset) selects on this CPU, and the notice to print where that
+// is not what was asked for (empty otherwise).
+struct IsaSelection {
+    Isa isa;
+    bool amx;
+    std::string notice;
+};
+IsaSelection select_isa(const char* requested);
 
 }  // namespace k3::kernels

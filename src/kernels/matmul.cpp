@@ -58,8 +58,18 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     const auto quantize = [&](int64_t t) {
         quantize_activation_row(format, x + t * x_stride, act + size_t(t) * act_bytes, cols, "matmul activations");
     };
-    // Prefill: the rows also lane-packed for the lane kernels (int_dot.h).
-    const bool lane_packed = n_tokens >= 4 && int_dot_lanes_kernel(first_w.type->type);
+    // Prefill: the rows also packed for the AMX tiles where every output has an AMX kernel, else
+    // lane-packed for the lane kernels (int_dot.h).
+    const bool prefill = n_tokens >= 4;
+    const bool amx_packed = prefill && amx_enabled() && std::all_of(outputs.begin(), outputs.end(), [](const MatmulOutput& o) {
+        return int_dot_amx_kernel(o.w->type->type) != nullptr;
+    });
+    const size_t group_bytes = amx_group_bytes(cols);
+    thread_local std::vector<uint8_t> amx_rows;
+    if (amx_packed && amx_rows.size() < group_bytes * size_t((n_tokens + kAmxTokens - 1) / kAmxTokens))
+        amx_rows.resize(group_bytes * size_t((n_tokens + kAmxTokens - 1) / kAmxTokens));
+    uint8_t* const amx_groups = amx_rows.data();  // the calling thread's buffer, as act
+    const bool lane_packed = prefill && !amx_packed && int_dot_lanes_kernel(first_w.type->type);
     const size_t lane_bytes = size_t(act_lane_groups(cols)) * sizeof(ActLaneGroup);
     thread_local std::vector<ActLaneGroup> lane_rows;
     if (lane_packed && lane_rows.size() < size_t(act_lane_groups(cols) * n_tokens))
@@ -70,19 +80,29 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
         quantize(t);
         if (lane_packed) pack_act_lanes(format, act + size_t(t) * act_bytes, cols, lane_groups + t * act_lane_groups(cols));
     };
-    if (n_tokens <= 2) {
+    if (amx_packed) {
+        pool.parallel_for((n_tokens + kAmxTokens - 1) / kAmxTokens, [&](int64_t g, int) {
+            const int64_t t0 = g * kAmxTokens, count = std::min<int64_t>(kAmxTokens, n_tokens - t0);
+            for (int64_t t = t0; t < t0 + count; ++t) quantize(t);
+            pack_act_amx(act + size_t(t0) * act_bytes, act_bytes, count, cols, amx_groups + size_t(g) * group_bytes);
+        });
+    } else if (n_tokens <= 2) {
         for (int64_t t = 0; t < n_tokens; ++t) prepare(t);
     } else {
         pool.parallel_for(n_tokens, [&](int64_t t, int) { prepare(t); });
     }
     int64_t total_rows = 0, n_tasks = 0;
     for (const MatmulOutput& o : outputs) total_rows += o.w->rows;
-    // A multiple of four rows, the integer tile kernels' widest row group (int_dot_simd.h).
-    const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + 3) / 4 * 4;
+    // A multiple of the kernels' row group: four rows for the integer tile kernels
+    // (int_dot_simd.h), sixteen for an AMX tile.
+    const int64_t row_group = amx_packed ? 16 : 4;
+    const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + row_group - 1) / row_group * row_group;
     for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
     // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
-    const int64_t token_run = std::max<int64_t>(1, int64_t(kTileBytes / act_bytes));
-    pool.parallel_for(n_tasks, [&](int64_t task, int) {
+    // (Whole groups of AMX tokens.)
+    const int64_t fitting = int64_t(kTileBytes / act_bytes);
+    const int64_t token_run = amx_packed ? std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens : std::max<int64_t>(1, fitting);
+    pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         size_t k = 0;
         for (int64_t tasks_of_output; task >= (tasks_of_output = (outputs[k].w->rows + tile - 1) / tile); ++k)
             task -= tasks_of_output;
@@ -92,10 +112,16 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
         const IntDotFn dot = int_dot_kernel(w.type->type);
         const IntDotTileFn dot_tile = int_dot_tile_kernel(w.type->type);
         const IntDotLanesFn dot_lanes = lane_packed ? int_dot_lanes_kernel(w.type->type) : nullptr;
+        const IntDotAmxFn dot_amx = amx_packed ? int_dot_amx_kernel(w.type->type) : nullptr;
         const int64_t first = task * tile, last = std::min(w.rows, first + tile);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
             const int64_t tokens = std::min(token_run, n_tokens - t0);
             const uint8_t* run = act + size_t(t0) * act_bytes;
+            if (dot_amx) {
+                dot_amx(w.row(first), w.row_stride, last - first, amx_groups + size_t(t0 / kAmxTokens) * group_bytes, group_bytes,
+                        tokens, cols, y + t0 * y_stride + first, y_stride, pool.thread_scratch(thread, amx_scratch_bytes(cols)));
+                continue;
+            }
             if (dot_lanes) {
                 dot_lanes(w.row(first), w.row_stride, last - first, lanes + size_t(t0) * lane_bytes, lane_bytes, tokens, cols,
                           y + t0 * y_stride + first, y_stride);

@@ -24,7 +24,18 @@ bool poll_until(Ready ready) {
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    scratch_.resize(size_t(n_threads));
     for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+}
+
+void* ThreadPool::thread_scratch(int thread, size_t bytes) {
+    Scratch& scratch = scratch_.at(size_t(thread));
+    const size_t n_lines = (bytes + sizeof(CacheLine) - 1) / sizeof(CacheLine);
+    if (scratch.n_lines < n_lines) {
+        scratch.lines = std::make_unique<CacheLine[]>(n_lines);
+        scratch.n_lines = n_lines;
+    }
+    return scratch.lines.get();
 }
 
 ThreadPool::~ThreadPool() {
@@ -63,11 +74,20 @@ void ThreadPool::worker_loop(int thread) {
 
 void ThreadPool::parallel_for(int64_t n_tasks, const Task& task) {
     if (n_tasks <= 0) return;
-    if (inside_task || workers_.empty() || n_tasks == 1) {
+    if (inside_task) {
         for (int64_t i = 0; i < n_tasks; ++i) task(i, current_thread);
         return;
     }
-    std::lock_guard caller(callers_);
+    std::lock_guard caller(callers_);  // also for the inline case: thread 0's scratch is one caller's
+    if (workers_.empty() || n_tasks == 1) {
+        // A nested call runs inline instead of waiting for this lock.
+        struct InsideTask {
+            InsideTask() { inside_task = true; }
+            ~InsideTask() { inside_task = false; }
+        } inside;
+        for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
+        return;
+    }
     {
         std::lock_guard lock(mutex_);  // sleeping workers test generation_ under it
         task_ = &task;

@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -27,12 +29,24 @@ public:
 
     int size() const { return int(workers_.size()) + 1; }
     void parallel_for(int64_t n_tasks, const Task& task);
+    // A 64-byte aligned buffer of at least `bytes` for pool thread `thread` (a task's own index),
+    // kept for the pool's lifetime: kernels' scratch, grown to the largest request and then
+    // reused, so that a forward pass allocates nothing after its first call.
+    void* thread_scratch(int thread, size_t bytes);
 
 private:
     void worker_loop(int thread);
     void run_tasks(int thread);
 
     std::vector<std::thread> workers_;
+    struct alignas(64) CacheLine {
+        std::byte bytes[64];
+    };
+    struct Scratch {
+        std::unique_ptr<CacheLine[]> lines;  // C++17's aligned new: 64-byte aligned
+        size_t n_lines = 0;
+    };
+    std::vector<Scratch> scratch_;  // one per thread, sized in the constructor
     std::mutex callers_;  // one parallel_for at a time
     std::mutex mutex_;
     std::condition_variable wake_, done_;

@@ -4,11 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "model/hparams.h"
+#include "parallel/collective.h"
 
 namespace k3::model {
 
@@ -23,6 +26,16 @@ enum class KdaMode {
 
 // Receives named intermediates: rows x cols f32, one row per batch token (row-major).
 using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
+// Sees the input of every product with a weight matrix: n rows of w.cols values, x_stride apart
+// (k3 imatrix collects the squared activations per weight from it).
+using MatmulObserver = std::function<void(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n)>;
+
+struct ForwardContext;
+// The products of `outputs` (all reading x) with each rank computing its share of every matrix's
+// rows, then gathered so that every rank holds every row: the same values as one process computes
+// (model/tensor_parallel.cpp).
+void sharded_products(const ForwardContext& ctx, std::span<const kernels::MatmulOutput> outputs, const float* x,
+                      int64_t x_stride, int64_t n);
 
 struct ForwardContext {
     const HParams& hp;
@@ -34,21 +47,58 @@ struct ForwardContext {
     // computes the plain f32 definition; Model::forward passes ForwardOptions::numerics.
     kernels::Numerics numerics = kernels::Numerics::exact;
     MoeScratch* moe = nullptr;  // moe_forward's buffers for the pass (null: it makes its own)
+    // A parallel job (issue #17): each rank computes its share of every linear()'s rows and the
+    // ranks exchange them, so every rank ends with the whole product. Null: this process alone.
+    parallel::Collective* collective = nullptr;
+    const MatmulObserver* observe = nullptr;  // null: nobody watches the products
 
     // y[t] = W x[t] for n contiguous rows (x rows W.cols apart, y rows W.rows apart).
     void linear(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
+        observed(w, x, w.cols, n);
+        const kernels::MatmulOutput output{&w, y, w.rows};
+        if (collective) return sharded_products(*this, std::span(&output, 1), x, w.cols, n);
         kernels::matmul(pool, w, x, w.cols, n, y, w.rows, numerics);
     }
-    // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x (kernels::matmul_same_input).
+    // Every output's y = W x for the same n rows of x (W.cols apart) in one pass over x
+    // (kernels::matmul_same_input: x rounded once, one hand-off to the threads).
+    void linear_same_input(std::span<const kernels::MatmulOutput> outputs, const float* x, int64_t n) const {
+        if (collective) return sharded_products(*this, outputs, x, outputs.front().w->cols, n);
+        kernels::matmul_same_input(pool, outputs, x, outputs.front().w->cols, n, numerics);
+    }
+    // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x.
     void linear_pair(const kernels::MatrixView& w_gate, const kernels::MatrixView& w_up, const float* x, int64_t n,
                      float* gate, float* up) const {
+        observed(w_gate, x, w_gate.cols, n);
+        observed(w_up, x, w_up.cols, n);
         const kernels::MatmulOutput outputs[] = {{&w_gate, gate, w_gate.rows}, {&w_up, up, w_up.rows}};
-        kernels::matmul_same_input(pool, outputs, x, w_gate.cols, n, numerics);
+        linear_same_input(outputs, x, n);
+    }
+    // This context computing whole products on this rank (for weights only this rank holds).
+    ForwardContext unsharded() const {
+        ForwardContext local = *this;
+        local.collective = nullptr;
+        return local;
+    }
+    // Shows a product's input to the observer (for products not made through linear()).
+    void observed(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n) const {
+        if (observe && *observe) (*observe)(w, x, x_stride, n);
     }
     void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
         if (dump && *dump) (*dump)(name, data, rows, cols);
     }
 };
+
+// out = W_out o for the outputs o ([n][n_head * head_width]) of a layer's heads: when they are
+// a parallel rank's share of n_head_total heads (model/shard.h), every rank's heads are gathered
+// first; n_head_total 0: o holds every head.
+void project_heads(const ForwardContext& ctx, const kernels::MatrixView& w_out, const float* o, int64_t n,
+                   int64_t n_head, int64_t n_head_total, int64_t head_width, float* out);
+
+// Expert parallel: each rank computed the outputs of its share of the expert ids (rows
+// [first_member[e], first_member[e + 1]) of expert_out, `width` floats each, for its experts e);
+// afterwards every rank holds every expert's rows.
+void gather_expert_outputs(const ForwardContext& ctx, std::span<const int64_t> first_member, int64_t width,
+                           std::vector<float>& expert_out);
 
 // A layer's intermediate named as llama.cpp's graph callback names it ("l_out-3"), so that a
 // dump diffs against the reference's name by name.

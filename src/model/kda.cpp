@@ -1,6 +1,7 @@
 #include "model/kda.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -109,6 +110,24 @@ namespace {
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
+// The conv states after each capture of the slice: per channel the last K-1 pre-conv inputs
+// before it, from the slice's rows of u_q/u_k/u_v and, before the slice, its old state. Called
+// before the conv advances `conv` ([3][I][K-1], oldest first).
+void capture_conv(const SequenceSlice& s, int64_t il, const std::vector<float>& conv, std::array<const float*, 3> u,
+                  int64_t I, int64_t K) {
+    const int64_t part = I * (K - 1);
+    for (size_t i = 0; i < s.capture_at.size(); ++i) {
+        float* out = s.captured[i].layers[size_t(il)].kda->conv.data();
+        for (int64_t p = 0; p < 3; ++p)
+            for (int64_t c = 0; c < I; ++c)
+                for (int64_t j = 0; j < K - 1; ++j) {
+                    const int64_t t = s.capture_at[i] - (K - 1) + j;  // token index into the slice
+                    out[p * part + c * (K - 1) + j] =
+                        t >= 0 ? u[size_t(p)][(s.first + t) * I + c] : conv[size_t(p * part + c * (K - 1) + (t + K - 1))];
+                }
+    }
+}
+
 }  // namespace
 
 void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, const float* x, int64_t n,
@@ -116,18 +135,18 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     const HParams& hp = ctx.hp;
     const int64_t H = w.n_head, D = w.head_dim, I = H * D, K = hp.conv_kernel;
     const size_t rows = size_t(n * I);
+    // A parallel rank's own heads (model/shard.h): their projections computed whole here.
+    const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
-    // 4.1 projections: u = W x, [n][I] each
+    // 4.1 projections: u = W x, [n][I] each.  4.3 decay-gate input r = W_fb (W_fa x) + dt_bias:
+    // [n][I]; beta logits [n][H]; gate z [n][I].  Every product of x in one pass.
     std::vector<float> u_q(rows), u_k(rows), u_v(rows);
-    ctx.linear(w.q, x, n, u_q.data());
-    ctx.linear(w.k, x, n, u_k.data());
-    ctx.linear(w.v, x, n, u_v.data());
-    // 4.3 decay-gate input r = W_fb (W_fa x) + dt_bias: [n][I]; beta logits [n][H]; gate z [n][I]
     std::vector<float> low_rank(size_t(n * w.f_a.rows)), gate(rows), beta(size_t(n * H)), z(rows);
-    ctx.linear(w.f_a, x, n, low_rank.data());
-    ctx.linear(w.f_b, low_rank.data(), n, gate.data());
-    ctx.linear(w.beta, x, n, beta.data());
-    ctx.linear(w.g, x, n, z.data());
+    const kernels::MatmulOutput of_x[] = {{&w.q, u_q.data(), w.q.rows},          {&w.k, u_k.data(), w.k.rows},
+                                          {&w.v, u_v.data(), w.v.rows},          {&w.f_a, low_rank.data(), w.f_a.rows},
+                                          {&w.beta, beta.data(), w.beta.rows},   {&w.g, z.data(), w.g.rows}};
+    heads_ctx.linear_same_input(of_x, x, n);
+    heads_ctx.linear(w.f_b, low_rank.data(), n, gate.data());
 
     // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
     std::vector<float> q(rows), k(rows), v(rows);
@@ -137,6 +156,7 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
         const SequenceSlice& s = sequences[is];
         float* conv_state = states[is]->conv.data();  // [3][I][K-1]
         const int64_t part = I * (K - 1);
+        capture_conv(s, il, states[is]->conv, {u_q.data(), u_k.data(), u_v.data()}, I, K);
         kernels::causal_conv(u_q.data() + s.first * I, I, s.n_tokens, I, w.conv_q.data(), int(K), conv_state,
                              q.data() + s.first * I, I);
         kernels::causal_conv(u_k.data() + s.first * I, I, s.n_tokens, I, w.conv_k.data(), int(K), conv_state + part,
@@ -180,8 +200,24 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
                              beta.data() + s.first * H + h, I, H, s.n_tokens, D, o.data() + offset, I};
         float* state = states[size_t(task / H)]->recurrent.data() + h * D * D;
         const bool chunked = ctx.kda_mode == KdaMode::chunked || (ctx.kda_mode == KdaMode::automatic && s.n_tokens > 1);
-        if (chunked) kda_chunked(run, state, kKdaChunk);
-        else kda_recurrent(run, state);
+        // In pieces at the captures (multiples of the chunk, so the chunks are the same).
+        int64_t begin = 0;
+        for (size_t i = 0; i <= s.capture_at.size(); ++i) {
+            const int64_t end = i < s.capture_at.size() ? s.capture_at[i] : s.n_tokens;
+            KdaHeadRun piece = run;
+            piece.q += begin * run.stride;
+            piece.k += begin * run.stride;
+            piece.v += begin * run.stride;
+            piece.g += begin * run.stride;
+            piece.beta += begin * run.beta_stride;
+            piece.out += begin * run.out_stride;
+            piece.n_tokens = end - begin;
+            if (chunked) kda_chunked(piece, state, kKdaChunk);
+            else kda_recurrent(piece, state);
+            if (i < s.capture_at.size())
+                std::copy(state, state + D * D, s.captured[i].layers[size_t(il)].kda->recurrent.data() + h * D * D);
+            begin = end;
+        }
     });
 
     // 4.6 per-head RMSNorm (shared weight), sigmoid gate, output projection
@@ -191,7 +227,7 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
             kernels::rms_norm(oh, w.norm.data(), hp.rms_eps, D, oh);
         }
     kernels::multiply_sigmoid(z.data(), int64_t(rows), o.data());
-    ctx.linear(w.out, o.data(), n, out);
+    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, D, out);
     ctx.emit(layer_name(il, "kda_out"), out, n, hp.n_embd);
 }
 

@@ -1,6 +1,7 @@
 #include "model/mla.h"
 
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "kernels/dot.h"
@@ -13,22 +14,25 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     const HParams& hp = ctx.hp;
     const int64_t H = w.n_head, Dk = hp.key_length_mla, Dv = hp.value_length_mla;
     const int64_t Lkv = hp.kv_lora_rank, Dr = hp.rope_dim, Dn = hp.nope_dim(), row = Lkv + Dr;
+    // A parallel rank's own heads (model/shard.h): their projections computed whole here.
+    const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
+    // The products of x in one pass: W_qa · x (or W_q · x), W_kva · x and the output gate's W_gate · x.
+    std::vector<float> q(size_t(n * H * Dk)), kv(size_t(n * row)), gate(w.gate ? size_t(n * H * Dv) : 0);
+    const int64_t Lq = w.q_a ? w.q_a->rows : 0;
+    std::vector<float> q_a(size_t(n * Lq));
+    kernels::MatmulOutput of_x[3] = {w.q_a ? kernels::MatmulOutput{&*w.q_a, q_a.data(), Lq}
+                                           : kernels::MatmulOutput{&*w.q, q.data(), w.q->rows},
+                                     {&w.kv_a, kv.data(), w.kv_a.rows}};
+    if (w.gate) of_x[2] = {&*w.gate, gate.data(), w.gate->rows};
+    heads_ctx.linear_same_input(std::span(of_x, w.gate ? 3 : 2), x, n);
     // 1. q = W_qb · RMSNorm(W_qa · x) (LoRA) or W_q · x: [n][H][Dk], per head [q_nope | q_pe]
-    std::vector<float> q(size_t(n * H * Dk));
     if (w.q_a) {
-        const int64_t Lq = w.q_a->rows;
-        std::vector<float> q_a(size_t(n * Lq));
-        ctx.linear(*w.q_a, x, n, q_a.data());
         for (int64_t t = 0; t < n; ++t)
             kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
-        ctx.linear(*w.q_b, q_a.data(), n, q.data());
-    } else {
-        ctx.linear(*w.q, x, n, q.data());
+        heads_ctx.linear(*w.q_b, q_a.data(), n, q.data());
     }
     // 2. kv = W_kva · x: [n][Lkv + Dr]; c = RMSNorm(kv[:Lkv]), k_pe = kv[Lkv:] (raw, no RoPE)
-    std::vector<float> kv(size_t(n * row));
-    ctx.linear(w.kv_a, x, n, kv.data());
     for (int64_t t = 0; t < n; ++t)
         kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
     for (const SequenceSlice& s : sequences)
@@ -36,9 +40,11 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
 
     // 4. absorbed query q~[h] = W_kb[h]^T q_nope[h]: [n][H][Lkv]
     std::vector<float> q_latent(size_t(n * H * Lkv));
-    for (int64_t h = 0; h < H; ++h)
+    for (int64_t h = 0; h < H; ++h) {
+        ctx.observed(w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n);
         kernels::matmul(ctx.pool, w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n,
                         q_latent.data() + h * Lkv, H * Lkv, ctx.numerics);
+    }
 
     // score(t, s) = (q~[h]·c_s + q_pe[h]·k_pe_s) / sqrt(Dk), causal softmax, o~[h] = sum_s p_s c_s
     std::vector<float> attended(size_t(n * H * Lkv));  // [n][H][Lkv]
@@ -68,17 +74,17 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
 
     // o[h] = W_vb[h] o~[h]: [n][H][Dv]
     std::vector<float> o(size_t(n * H * Dv));
-    for (int64_t h = 0; h < H; ++h)
+    for (int64_t h = 0; h < H; ++h) {
+        ctx.observed(w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n);
         kernels::matmul(ctx.pool, w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n,
                         o.data() + h * Dv, H * Dv, ctx.numerics);
+    }
     // 5. output gate o *= sigmoid(W_gate x);  6. out = W_o o
     if (w.gate) {
-        std::vector<float> gate(size_t(n * H * Dv));
-        ctx.linear(*w.gate, x, n, gate.data());
         kernels::multiply_sigmoid(gate.data(), n * H * Dv, o.data());
         ctx.emit(layer_name(il, "mla_gated"), o.data(), n, H * Dv);
     }
-    ctx.linear(w.out, o.data(), n, out);
+    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, Dv, out);
     ctx.emit(layer_name(il, "mla_out"), out, n, hp.n_embd);
 }
 

@@ -10,6 +10,7 @@
 #include "model/kda.h"
 #include "model/mla.h"
 #include "model/moe.h"
+#include "model/shard.h"
 #include "model/situ.h"
 #include "util/error.h"
 
@@ -24,6 +25,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 }
 
 Model::~Model() = default;
+
+void Model::shard(int rank, int size) { shard_weights(weights_, hp_, rank, size); }
 
 SequenceState Model::new_state() const {
     SequenceState state;
@@ -84,14 +87,36 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
                 throw Error("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
                             std::to_string(V) + ")");
         if (r.tokens.empty()) continue;
-        slices.push_back({r.state, n, int64_t(r.tokens.size())});
+        SequenceSlice slice{r.state, n, int64_t(r.tokens.size())};
+        if (!r.capture_at.empty()) {
+            for (size_t i = 0; i < r.capture_at.size(); ++i)
+                if (r.capture_at[i] <= (i ? r.capture_at[i - 1] : 0) || r.capture_at[i] >= slice.n_tokens ||
+                    r.capture_at[i] % kKdaChunk != 0)
+                    throw Error("forward: capture positions must be multiples of the KDA chunk (" +
+                                std::to_string(kKdaChunk) + ") ascending strictly inside the tokens");
+            r.captured->assign(r.capture_at.size(), SequenceState{});
+            for (size_t i = 0; i < r.capture_at.size(); ++i) {
+                SequenceState& captured = (*r.captured)[i];
+                captured.model = this;
+                captured.position = r.state->position + r.capture_at[i];
+                captured.layers.resize(r.state->layers.size());
+                for (size_t il = 0; il < captured.layers.size(); ++il)  // written by kda_forward
+                    if (const auto& kda = r.state->layers[il].kda)
+                        captured.layers[il].kda = std::make_shared<KdaState>(
+                            KdaState{std::vector<float>(kda->conv.size()), std::vector<float>(kda->recurrent.size())});
+            }
+            slice.capture_at = r.capture_at;
+            slice.captured = r.captured->data();
+        }
+        slices.push_back(slice);
         n += int64_t(r.tokens.size());
     }
     if (n == 0) return;
     MappedExperts mapped_experts(weights_);
     MoeScratch moe_scratch(hp_, n);
     const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
-                             options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch};
+                             options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch,
+                             options.collective, options.observe ? &options.observe : nullptr};
 
     // 3.2.1 inpL = token embeddings: [n][E]
     std::vector<float> partial(size_t(n * E));
@@ -154,6 +179,15 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         const size_t rows = r.all_logits ? r.tokens.size() : 1;
         std::copy(logits.begin() + row * size_t(V), logits.begin() + (row + rows) * size_t(V), r.logits);
         row += rows;
+        // The MLA cache up to a capture is a prefix of the pass's (its last page shared, copied
+        // by whichever side writes to it first).
+        for (size_t i = 0; i < r.capture_at.size(); ++i)
+            for (size_t il = 0; il < r.state->layers.size(); ++il)
+                if (!r.state->layers[il].kda) {
+                    PagedRows& mla = (*r.captured)[i].layers[il].mla;
+                    mla = r.state->layers[il].mla;
+                    mla.truncate(r.state->position + r.capture_at[i]);
+                }
         r.state->position += int64_t(r.tokens.size());
     }
 }

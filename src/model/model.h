@@ -24,6 +24,8 @@ struct ForwardOptions {
     DumpFn dump;  // named intermediates as llama.cpp names them (kda_out-N, l_out-N, ...), when set
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
+    parallel::Collective* collective = nullptr;  // a parallel job's ranks (ForwardContext::collective)
+    MatmulObserver observe;  // sees every weight product's input, when set
 };
 
 // One sequence's part of a forward pass.
@@ -32,6 +34,13 @@ struct SequenceRequest {
     std::span<const int32_t> tokens;
     bool all_logits = false;
     float* logits = nullptr;  // out: [all_logits ? tokens.size() : 1][n_vocab]
+    // States inside the pass, for the prompt cache: after capture_at[i] tokens (multiples of
+    // kKdaChunk, so the KDA chunks stay where they were; ascending, each in (0, tokens.size()))
+    // the sequence's state goes to (*captured)[i], as if the pass had stopped there, without a
+    // pass of its own. A KDA state cannot be cut back, so this is the only way to checkpoint it
+    // inside a prompt fed at once.
+    std::span<const int64_t> capture_at = {};
+    std::vector<SequenceState>* captured = nullptr;
 };
 
 class Model {
@@ -42,6 +51,10 @@ public:
     const gguf::GgufFile& file() const { return *file_; }
     const HParams& hparams() const { return hp_; }
     const ModelWeights& weights() const { return weights_; }
+
+    // Keeps only rank `rank` of `size`'s share of the weights (model/shard.h). Call after
+    // make_trunk_resident() and before any new_state().
+    void shard(int rank, int size);
 
     SequenceState new_state() const;  // an empty sequence
 

@@ -96,9 +96,9 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     std::optional<MoeScratch> own;
     MoeScratch& s = ctx.moe ? *ctx.moe : own.emplace(hp, n);
 
-    // 1. router logits on the full-width input, f32: [n][X]
+    // 1. router logits on the full-width input, f32: [n][X] (in a parallel job every rank routes alone)
     s.logits.resize(size_t(n * X));
-    ctx.linear(w.router, y, n, s.logits.data());
+    ctx.unsharded().linear(w.router, y, n, s.logits.data());
     ctx.emit(layer_name(il, "ffn_moe_logits"), s.logits.data(), n, X);
     if (s.routes.size() < size_t(n)) s.routes.resize(size_t(n));
     for (int64_t t = 0; t < n; ++t)
@@ -130,8 +130,13 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             s.needed.push_back(int32_t(e));
             s.token_counts.push_back(count);
         }
+    // Expert parallel: this rank runs only its share of the expert ids (every expert when alone).
+    const parallel::Range owned = ctx.collective ? ctx.collective->share(X) : parallel::Range{0, X};
+    const auto owned_first = std::lower_bound(s.needed.begin(), s.needed.end(), owned.first) - s.needed.begin();
+    const auto owned_end = std::lower_bound(s.needed.begin(), s.needed.end(), owned.end()) - s.needed.begin();
     ExpertSource& source = *ctx.experts;
-    source.request(il, s.needed, s.token_counts);
+    source.request(il, std::span(s.needed).subspan(size_t(owned_first), size_t(owned_end - owned_first)),
+                   std::span(s.token_counts).subspan(size_t(owned_first), size_t(owned_end - owned_first)));
 
     // 8. latent input z = W_routed_down · y: [n][Ls]
     const float* z = y;
@@ -150,6 +155,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
     // expert e's outputs at expert_out rows [first_member[e], first_member[e + 1]), each [Ls]
     s.expert_out.resize(size_t(n_members * Ls));
+    const ForwardContext expert_ctx = ctx.unsharded();  // an expert's rows all live on its rank
     while (const std::optional<ExpertMatrices> expert = source.next()) {
         const int64_t first = s.first_member[size_t(expert->expert)];
         const int64_t m = s.first_member[size_t(expert->expert) + 1] - first;
@@ -160,11 +166,12 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         }
         s.gate.resize(size_t(m * Fe));
         s.up.resize(size_t(m * Fe));
-        ctx.linear_pair(expert->gate, expert->up, s.inputs.data(), m, s.gate.data(), s.up.data());
+        expert_ctx.linear_pair(expert->gate, expert->up, s.inputs.data(), m, s.gate.data(), s.up.data());
         kernels::situ(s.gate.data(), s.up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, s.gate.data());
-        ctx.linear(expert->down, s.gate.data(), m, s.expert_out.data() + first * Ls);
+        expert_ctx.linear(expert->down, s.gate.data(), m, s.expert_out.data() + first * Ls);
         source.release(expert->expert);
     }
+    if (ctx.collective) gather_expert_outputs(ctx, s.first_member, Ls, s.expert_out);
     // 10. m = sum_k w_k · expert output, summed in expert-id order whatever the arrival order
     // (the same float additions with or without a memory budget): [n][Ls]
     s.mixed.assign(size_t(n * Ls), 0.0f);

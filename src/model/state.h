@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace k3::model {
@@ -68,6 +69,10 @@ struct SequenceSlice {
     SequenceState* state = nullptr;
     int64_t first = 0;     // first row in the batch
     int64_t n_tokens = 0;
+    // Checkpoints inside the pass: token counts into the slice, ascending, each in (0, n_tokens);
+    // captured[i] receives the KDA layers' states after capture_at[i] tokens (SequenceRequest).
+    std::span<const int64_t> capture_at = {};
+    SequenceState* captured = nullptr;
 };
 
 }  // namespace k3::model

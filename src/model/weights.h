@@ -35,6 +35,7 @@ struct KdaWeights {
     MatrixView g;                       // E -> I (full-rank output gate)
     std::vector<float> norm;            // [head_dim], shared by the heads
     MatrixView out;                     // I -> E
+    int64_t n_head_total = 0;           // a parallel rank's heads only, of these many (model/shard.h); 0: all
 };
 
 struct MlaWeights {
@@ -50,6 +51,7 @@ struct MlaWeights {
     MatrixView v_b;                     // per head h rows [h*Dv, (h+1)*Dv) of Lkv: ggml [Lkv, Dv, H]
     std::optional<MatrixView> gate;     // E -> H*Dv (sigmoid output gate)
     MatrixView out;                     // H*Dv -> E
+    int64_t n_head_total = 0;           // a parallel rank's heads only, of these many (model/shard.h); 0: all
 };
 
 struct MoeWeights {

@@ -1,5 +1,6 @@
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -26,8 +27,9 @@ struct Engine::Impl {
     uint64_t identity = 0;     // model_identity(file)
     ModelInfo info;
     std::optional<text::Tokenizer> tokenizer;
+    uint64_t prompt_cache_bytes = 0;
 
-    void set_up_residency(const ResidencyOptions& options);
+    void set_up_residency(const ResidencyOptions& options, int n_ranks);
 };
 
 namespace {
@@ -40,7 +42,9 @@ uint64_t model_file_bytes(const gguf::GgufFile& file) {
 
 }  // namespace
 
-void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
+// n_ranks: the ranks of a parallel job, each of which touches about 1/n_ranks of the file (its
+// heads, rows and experts), so only that share has to fit.
+void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks) {
     std::string source = "--mem-budget";
     uint64_t budget = 0;
     if (options.mem_budget) {
@@ -50,8 +54,22 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    const uint64_t file_bytes = model_file_bytes(model->file());
-    const uint64_t working = estimate_working_bytes(hp) + options.prompt_cache_bytes;
+    // A parallel job's rank keeps its share of the file (model/shard.h).
+    const uint64_t file_bytes = model_file_bytes(model->file()) / uint64_t(n_ranks);
+    constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
+    const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
+    if (options.prompt_cache_bytes) {
+        prompt_cache_bytes = *options.prompt_cache_bytes;
+    } else if (budget == 0) {
+        prompt_cache_bytes = kPromptCacheDefault;
+    } else if (model_and_working < budget) {
+        prompt_cache_bytes = std::min(kPromptCacheDefault, budget - model_and_working);
+    } else {  // experts stream: a 16th, from what the expert cache can spare beyond its least
+        const uint64_t least = model->trunk_bytes() + estimate_working_bytes(hp) +
+                               2 * ExpertCache::largest_expert_bytes(model->file(), hp);
+        prompt_cache_bytes = std::min({kPromptCacheDefault, budget / 16, budget > least ? budget - least : 0});
+    }
+    const uint64_t working = estimate_working_bytes(hp) + prompt_cache_bytes;
     if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
 
     const BudgetSplit split =
@@ -63,8 +81,9 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options) {
     RoutingStats stats = have_stats ? RoutingStats::load(expert_stats_path, hp.n_layer, hp.n_expert)
                                     : RoutingStats(hp.n_layer, hp.n_expert);
     expert_cache = std::make_unique<ExpertCache>(model->file(), hp, split.cache_capacity, std::move(stats));
-    std::fprintf(stderr, "k3: model %s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
-                 util::format_byte_size(file_bytes).c_str(), util::format_byte_size(working).c_str(),
+    std::fprintf(stderr, "k3: model %s%s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
+                 util::format_byte_size(file_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
+                 util::format_byte_size(working).c_str(),
                  util::format_byte_size(budget).c_str(), source.c_str(), util::format_byte_size(split.cache_capacity).c_str());
     expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none));
     forward_options.experts = expert_cache.get();
@@ -83,22 +102,40 @@ Engine::~Engine() {
 
 std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOptions& options) {
     std::unique_ptr<Engine> engine(new Engine());
-    engine->impl_->model = model::Model::load(path);
-    const gguf::GgufFile& file = engine->impl_->model->file();
-    engine->impl_->identity = model_identity(file);
-    const model::HParams& hp = engine->impl_->model->hparams();
-    engine->impl_->info = {path, int32_t(hp.n_vocab), hp.n_ctx_train, file.get_string("tokenizer.chat_template")};
-    engine->impl_->tokenizer.emplace(text::Tokenizer::from_gguf(file));
-    engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
-    engine->impl_->forward_options.kda_mode = options.kda_mode;
-    engine->impl_->forward_options.numerics = options.numerics;
-    engine->impl_->forward_options.dump = options.dump;
-    engine->impl_->set_up_residency(options.residency);
+    const auto load_here = [&] {
+        engine->impl_->model = model::Model::load(path);
+        const gguf::GgufFile& file = engine->impl_->model->file();
+        engine->impl_->identity = model_identity(file);
+        const model::HParams& hp = engine->impl_->model->hparams();
+        engine->impl_->info = {path, int32_t(hp.n_vocab), hp.n_ctx_train, file.get_string("tokenizer.chat_template")};
+        engine->impl_->tokenizer.emplace(text::Tokenizer::from_gguf(file));
+        engine->impl_->pool = std::make_unique<kernels::ThreadPool>(options.n_threads);
+        engine->impl_->forward_options.kda_mode = options.kda_mode;
+        engine->impl_->forward_options.numerics = options.numerics;
+        engine->impl_->forward_options.dump = options.dump;
+        engine->impl_->forward_options.collective = options.collective;
+        engine->impl_->forward_options.observe = options.observe;
+        engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
+        if (options.collective) engine->impl_->model->shard(options.collective->rank(), options.collective->size());
+    };
+    if (!options.collective) {
+        load_here();
+        return engine;
+    }
+    // Every rank reports before any forward pass, so that one rank's failure ends them all.
+    std::string load_error;
+    try {
+        load_here();
+    } catch (const std::exception& e) {
+        load_error = e.what();
+    }
+    parallel::agree_on_model(*options.collective, load_error, engine->impl_->identity, options.parallel_start_timeout);
     return engine;
 }
 
 const ModelInfo& Engine::info() const { return impl_->info; }
 const text::Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+std::span<const gguf::TensorInfo> Engine::tensors() const { return impl_->model->file().tensors(); }
 int32_t Engine::n_vocab() const { return impl_->info.n_vocab; }
 int64_t Engine::n_ctx_train() const { return impl_->info.n_ctx_train; }
 int Engine::n_threads() const { return impl_->pool->size(); }
@@ -113,23 +150,36 @@ std::unique_ptr<Session> Engine::new_session() const { return std::make_unique<S
 
 model::SequenceState Engine::empty_state() const { return impl_->model->new_state(); }
 uint64_t Engine::identity() const { return impl_->identity; }
+uint64_t Engine::prompt_cache_bytes() const { return impl_->prompt_cache_bytes; }
 
 void Engine::decode(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;
+    std::vector<std::vector<model::SequenceState>> captured(inputs.size());
     const size_t V = size_t(n_vocab());
-    for (SequenceInput& input : inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        SequenceInput& input = inputs[i];
         if (!input.session || &input.session->engine() != this)
             throw Error("decode: every input needs a session of this engine");
         input.logits.assign(input.tokens.empty() ? 0 : (input.all_logits ? input.tokens.size() : 1) * V, 0.0f);
-        requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data()});
+        requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data(),
+                            input.capture_at, &captured[i]});
     }
     for (size_t i = 0; i < requests.size(); ++i)
         for (size_t j = 0; j < i; ++j)
             if (requests[i].state == requests[j].state) throw Error("decode: a session appears twice in one batch");
     std::lock_guard lock(impl_->forward_mutex);
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
-    for (SequenceInput& input : inputs)
-        input.session->state_.tokens.insert(input.session->state_.tokens.end(), input.tokens.begin(), input.tokens.end());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        SequenceInput& input = inputs[i];
+        std::vector<int32_t>& tokens = input.session->state_.tokens;
+        input.captured.clear();
+        for (size_t c = 0; c < captured[i].size(); ++c) {
+            std::vector<int32_t> prefix(tokens);
+            prefix.insert(prefix.end(), input.tokens.begin(), input.tokens.begin() + std::ptrdiff_t(input.capture_at[c]));
+            input.captured.push_back(std::make_shared<const SessionState>(SessionState{std::move(captured[i][c]), std::move(prefix)}));
+        }
+        tokens.insert(tokens.end(), input.tokens.begin(), input.tokens.end());
+    }
 }
 
 Session::Session(const Engine& engine) : engine_(engine) { reset(); }

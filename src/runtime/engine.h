@@ -2,6 +2,7 @@
 // One Engine::decode() call runs one forward pass over several sequences of any lengths.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,8 +12,11 @@
 
 #include "model/context.h"  // KdaMode, DumpFn
 #include "model/state.h"
+#include "parallel/collective.h"
 #include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
+#include "runtime/session.h"       // SessionSnapshot
 
+namespace k3::gguf { struct TensorInfo; }
 namespace k3::text { class Tokenizer; }
 
 namespace k3::runtime {
@@ -25,17 +29,26 @@ struct ResidencyOptions {
     std::optional<uint64_t> mem_budget;  // bytes; unset: from the memory limit (memory_budget.h); 0: none
     std::string expert_stats_path;       // routing statistics: loaded when the file exists, saved at exit
     std::optional<ExpertWarmup> warmup;  // unset: hot when statistics were loaded, else none
-    uint64_t prompt_cache_bytes = 0;     // the prompt cache's budget (--cache-ram), left free like working memory
+    // The prompt cache's memory (--cache-ram), left free in the budget like working memory.
+    // Unset: what the model and working memory leave of the budget (at most 8 GiB, llama-server's
+    // default), a 16th of it when experts stream from disk, 8 GiB without a budget.
+    std::optional<uint64_t> prompt_cache_bytes;
 };
 
 struct EngineOptions {
     int n_threads = 0;  // 0: one per hardware thread
-    // Diagnostics: force one KDA path; receive named intermediates (blk.N.kda_out, ...).
+    // Diagnostics: force one KDA path; receive named intermediates, as llama.cpp names them (kda_out-3, ...).
     model::KdaMode kda_mode = model::KdaMode::automatic;
     model::DumpFn dump;
+    model::MatmulObserver observe;  // sees every weight product's input (k3 imatrix)
     ResidencyOptions residency;
     // native: activations rounded as llama.cpp's CPU backend rounds them; exact: f32 (--exact).
     kernels::Numerics numerics = kernels::Numerics::native;
+    // A parallel job (--parallel-mode tp): every rank loads the same file, checks in with the others
+    // (each rank's load error or model hash, waiting at most parallel_start_timeout) and computes
+    // its share of every forward pass. Null: this process alone.
+    parallel::Collective* collective = nullptr;
+    std::chrono::milliseconds parallel_start_timeout = std::chrono::minutes(5);
 };
 
 // What front ends need to know about the loaded model, from its metadata.
@@ -52,11 +65,17 @@ struct SequenceInput {
     std::span<const int32_t> tokens;
     bool all_logits = false;    // logits for every token; otherwise only for the last one
     std::vector<float> logits;  // out: [n_rows][n_vocab], n_rows = tokens.size() or 1
+    // Snapshots inside the pass (the prompt cache's checkpoints): token counts into `tokens`,
+    // multiples of model::kKdaChunk, ascending, each strictly inside; captured[i] is the session
+    // as it was after capture_at[i] of them, taken without stopping the pass there.
+    std::vector<int64_t> capture_at = {};
+    std::vector<SessionSnapshot> captured = {};  // out
 };
 
 class Engine {
 public:
-    // Opens and binds a K3 GGUF (every part of a split model). Throws k3::Error.
+    // Opens and binds a K3 GGUF (every part of a split model). Throws k3::Error; in a parallel
+    // job, on every rank when any rank failed.
     static std::unique_ptr<Engine> load(const std::string& path, const EngineOptions& options = {});
     ~Engine();
     Engine(const Engine&) = delete;
@@ -64,6 +83,9 @@ public:
 
     const ModelInfo& info() const;
     const text::Tokenizer& tokenizer() const;  // the model's vocabulary, merges and control tokens
+    // The file's tensors as this engine maps them: their data is what a MatmulObserver's
+    // weights point into (k3 imatrix names each product's weight by it).
+    std::span<const gguf::TensorInfo> tensors() const;
     int32_t n_vocab() const;
     int64_t n_ctx_train() const;             // kimi-k3.context_length
     int n_threads() const;
@@ -73,6 +95,8 @@ public:
 
     // The expert cache's figures when experts are streamed under a budget; nullopt otherwise.
     std::optional<ExpertCacheCounters> expert_cache_counters() const;
+    // The prompt cache's share of the memory budget (ResidencyOptions::prompt_cache_bytes).
+    uint64_t prompt_cache_bytes() const;
 
     std::unique_ptr<Session> new_session() const;
     model::SequenceState empty_state() const;  // a sequence that has consumed nothing

@@ -2,26 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <functional>
 #include <map>
-#include <string_view>
 #include <unordered_set>
 
 #include "model/kda.h"
 #include "runtime/engine.h"
-#include "runtime/session_file.h"
 #include "util/error.h"
 
 namespace k3::runtime {
 
-namespace fs = std::filesystem;
-
-namespace {
-
-constexpr std::string_view kFileSuffix = ".k3state";
-
-}  // namespace
 
 struct PrefixCache::Node {
     std::vector<int32_t> edge;  // the tokens from the parent to here
@@ -36,42 +25,31 @@ struct PrefixCache::Node {
 
 PrefixCache::PrefixCache(const Engine& engine, PrefixCacheOptions options)
     : engine_(engine), options_(std::move(options)),
-      ram_bytes_(options_.ram_bytes.value_or(engine.expert_cache_counters() ? 0 : uint64_t(8) << 30)),
-      root_(std::make_unique<Node>()) {
+      ram_bytes_(options_.ram_bytes.value_or(engine.prompt_cache_bytes())), root_(std::make_unique<Node>()) {
     if (options_.checkpoint_every <= 0 || options_.checkpoint_every % model::kKdaChunk != 0)
         throw Error("--cache-checkpoint-every must be a positive multiple of " + std::to_string(model::kKdaChunk) +
                     " (the KDA chunk), not " + std::to_string(options_.checkpoint_every));
-    if (!options_.dir.empty()) {
-        std::error_code ec;
-        fs::create_directories(options_.dir, ec);
-        if (ec) throw Error("--cache-dir " + options_.dir + ": " + ec.message());
-        scan_dir();
-    }
+    if (options_.dir.empty()) return;
+    // Writes waiting for the disk hold their states: at most as much as the memory tier.
+    disk_ = std::make_unique<PrefixCacheDisk>(
+        options_.dir, options_.disk_bytes, ram_bytes_, engine.identity(),
+        [this](std::span<const int32_t> tokens, const std::string& path, bool present) {
+            on_disk_change(tokens, path, present);
+        });
+    for (PrefixCacheDisk::File& file : disk_->scan()) node_for(file.tokens)->file = std::move(file.path);
 }
 
 PrefixCache::~PrefixCache() = default;
 
-void PrefixCache::scan_dir() {
-    std::error_code ec;
-    for (const fs::directory_entry& entry : fs::directory_iterator(options_.dir, ec)) {
-        const std::string path = entry.path().string();
-        if (!entry.is_regular_file() || !path.ends_with(kFileSuffix)) continue;
-        try {
-            Node* node = node_for(read_session_file_tokens(path, engine_.identity()));
-            if (node->file.empty()) ++stats_.disk_entries;
-            node->file = path;
-        } catch (const Error& e) {
-            std::fprintf(stderr, "k3: warning: prompt cache: ignoring %s\n", e.what());
-        }
+void PrefixCache::on_disk_change(std::span<const int32_t> tokens, const std::string& path, bool present) {
+    std::lock_guard lock(mutex_);
+    Node* node = node_for(tokens);
+    if (present) {
+        node->file = path;
+    } else if (node->file == path) {
+        node->file.clear();
     }
-    if (ec) throw Error("--cache-dir " + options_.dir + ": " + ec.message());
-}
-
-std::string PrefixCache::file_for(std::span<const int32_t> tokens) const {
-    const std::string_view bytes(reinterpret_cast<const char*>(tokens.data()), tokens.size_bytes());
-    char name[32];
-    std::snprintf(name, sizeof name, "%016zx", std::hash<std::string_view>{}(bytes));
-    return (fs::path(options_.dir) / (name + std::string(kFileSuffix))).string();
+    prune(*node);
 }
 
 PrefixCache::Node* PrefixCache::find_deepest(std::span<const int32_t> prompt) const {
@@ -158,7 +136,11 @@ void PrefixCache::drop_state(Node& node) {
     if (node.in_lru) lru_.erase(node.lru);
     node.in_lru = false;
     node.state.reset();
-    // Prune what now leads nowhere.
+    prune(node);
+}
+
+// Removes the node and its ancestors while they lead nowhere.
+void PrefixCache::prune(Node& node) {
     Node* n = &node;
     while (n != root_.get() && !n->state && n->file.empty() && n->children.empty()) {
         Node* parent = n->parent;
@@ -195,16 +177,13 @@ SessionSnapshot PrefixCache::lookup(std::span<const int32_t> prompt, int64_t* sh
         SessionSnapshot state = node->state;
         if (!state) {  // in the folder only
             try {
-                SessionState loaded = read_session_file(node->file, engine_, engine_.identity());
-                if (!std::equal(loaded.tokens.begin(), loaded.tokens.end(), prompt.begin(),
-                                prompt.begin() + node->depth) ||
-                    int64_t(loaded.tokens.size()) != node->depth)
+                state = disk_->load(node->file, engine_);
+                if (int64_t(state->tokens.size()) != node->depth ||
+                    !std::equal(state->tokens.begin(), state->tokens.end(), prompt.begin()))
                     throw Error(node->file + ": holds another prefix");
-                state = std::make_shared<const SessionState>(std::move(loaded));
             } catch (const Error& e) {
                 std::fprintf(stderr, "k3: warning: prompt cache: ignoring %s\n", e.what());
                 node->file.clear();
-                --stats_.disk_entries;
                 drop_state(*node);
                 continue;
             }
@@ -225,16 +204,7 @@ void PrefixCache::insert(const SessionSnapshot& state) {
     Node* node = node_for(state->tokens);
     node->state = state;
     touch(*node, /*path=*/false);
-    if (!options_.dir.empty() && node->file.empty()) {
-        const std::string path = file_for(state->tokens);
-        try {
-            write_session_file(path, *state, engine_.identity());
-            node->file = path;
-            ++stats_.disk_entries;
-        } catch (const Error& e) {
-            std::fprintf(stderr, "k3: warning: prompt cache: %s\n", e.what());
-        }
-    }
+    if (disk_ && node->file.empty()) disk_->write(state);
     evict_to_budget();
 }
 
@@ -251,6 +221,10 @@ std::vector<int64_t> PrefixCache::checkpoint_positions(int64_t start, int64_t n_
     return positions;
 }
 
+void PrefixCache::flush_disk() {
+    if (disk_) disk_->flush();  // not under mutex_: the writer's news takes it
+}
+
 void PrefixCache::clear() {
     std::lock_guard lock(mutex_);
     while (!lru_.empty()) drop_state(*lru_.back());
@@ -261,6 +235,10 @@ PrefixCacheStats PrefixCache::stats() const {
     PrefixCacheStats stats = stats_;
     stats.entries = lru_.size();
     stats.bytes = memory_bytes();
+    if (disk_) {
+        stats.disk_entries = disk_->files();
+        stats.disk_bytes = disk_->bytes();
+    }
     return stats;
 }
 

@@ -7,8 +7,9 @@
 // chunks exactly as the cold prefill did.
 //
 // States live in memory under a budget (unique MLA pages and KDA states counted once), evicted
-// least recently used first; with a folder they are also written there (session_file.h) and
-// found again after a restart. Thread-safe.
+// least recently used first; with a folder they are also written there, off the caller's thread
+// and under a budget of their own (prefix_cache_disk.h), and found again after a restart.
+// Thread-safe.
 //
 //   PrefixCache cache(engine, {.ram_bytes = 8 << 30});
 //   SessionSnapshot from = cache.lookup(prompt);        // null: nothing shared
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/prefix_cache_disk.h"
 #include "runtime/session.h"
 
 namespace k3::runtime {
@@ -31,18 +33,19 @@ namespace k3::runtime {
 class Engine;
 
 struct PrefixCacheOptions {
-    // Memory for cached states (--cache-ram). Unset: 8 GiB (llama-server's default), or none when
-    // the engine streams experts under a memory budget (that memory is the expert cache's; a
-    // --cache-ram given is counted into the budget instead).
+    // Memory for cached states (--cache-ram). Unset: the engine's share of its memory budget for
+    // the prompt cache (Engine::prompt_cache_bytes(); 8 GiB without a budget).
     std::optional<uint64_t> ram_bytes = {};
     int64_t checkpoint_every = 256;          // tokens between checkpoints (--cache-checkpoint-every)
     std::string dir = {};                    // disk tier (--cache-dir); empty: none
+    uint64_t disk_bytes = uint64_t(32) << 30;  // the disk tier's budget (--cache-disk)
 };
 
 struct PrefixCacheStats {
     size_t entries = 0;       // states in memory
     size_t disk_entries = 0;  // states in the folder
     uint64_t bytes = 0;       // memory they hold (shared pages once)
+    uint64_t disk_bytes = 0;  // the folder's files
     uint64_t lookups = 0, hits = 0, reused_tokens = 0, evictions = 0;
 };
 
@@ -70,6 +73,8 @@ public:
                                               std::span<const int64_t> boundaries) const;
     // Drops every state in memory (the folder stays).
     void clear();
+    // Waits until every state stored so far is in the folder (tests; shutdown does it anyway).
+    void flush_disk();
 
     PrefixCacheStats stats() const;
     const PrefixCacheOptions& options() const { return options_; }
@@ -83,9 +88,10 @@ private:
     void touch(Node& node, bool path);
     void evict_to_budget();
     void drop_state(Node& node);
+    void prune(Node& node);
     uint64_t memory_bytes() const;
-    std::string file_for(std::span<const int32_t> tokens) const;
-    void scan_dir();
+    // The disk tier's news: a state's file written or deleted (on its writer thread).
+    void on_disk_change(std::span<const int32_t> tokens, const std::string& path, bool present);
 
     const Engine& engine_;
     PrefixCacheOptions options_;
@@ -94,6 +100,7 @@ private:
     std::unique_ptr<Node> root_;
     std::list<Node*> lru_;  // nodes holding a state in memory, most recently used first
     PrefixCacheStats stats_;
+    std::unique_ptr<PrefixCacheDisk> disk_;  // last: its writer thread stops first
 };
 
 }  // namespace k3::runtime

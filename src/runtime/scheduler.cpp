@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 
+#include "model/kda.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
@@ -40,7 +41,7 @@ struct Scheduler::Delivery {
 };
 
 // A request holding a slot's session: it resumes from the prompt cache, feeds the rest of its
-// prompt in chunks (pausing at checkpoint positions to store states), then one sampled token per step.
+// prompt in chunks (capturing states at checkpoint positions for the cache), then one sampled token per step.
 struct Scheduler::Slot {
     std::unique_ptr<Pending> pending;
     int id;
@@ -252,9 +253,14 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         SequenceInput input;
         input.session = slot->session;
         if (slot->prefilling()) {
-            size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
-            if (slot->next_checkpoint < slot->checkpoints.size())
-                n = std::min(n, size_t(slot->checkpoints[slot->next_checkpoint]) - slot->n_fed);
+            const size_t n = std::min(prompt.size() - slot->n_fed, size_t(options_.prefill_chunk));
+            // Checkpoints inside this chunk are captured by its pass (a pause would cost a pass
+            // of its own); one at its end is a snapshot after it. One off the pass's KDA chunks
+            // (a --prefill-chunk that is no multiple of 16) is skipped: it would not be exact.
+            for (size_t c = slot->next_checkpoint; c < slot->checkpoints.size(); ++c) {
+                const int64_t offset = slot->checkpoints[c] - int64_t(slot->n_fed);
+                if (offset < int64_t(n) && offset % model::kKdaChunk == 0) input.capture_at.push_back(offset);
+            }
             input.tokens = std::span(prompt.data() + slot->n_fed, n);
         } else {
             input.tokens = std::span(&slot->last, 1);
@@ -279,6 +285,9 @@ void Scheduler::step(std::vector<std::unique_ptr<Slot>>& active) {
         if (slot.prefilling()) {
             slot.n_fed += inputs[i].tokens.size();
             prompt_tokens += inputs[i].tokens.size();
+            for (const SessionSnapshot& captured : inputs[i].captured) cache_.insert(captured);
+            while (slot.next_checkpoint < slot.checkpoints.size() && slot.checkpoints[slot.next_checkpoint] < int64_t(slot.n_fed))
+                ++slot.next_checkpoint;
             if (slot.at_checkpoint()) {
                 cache_.insert(slot.session->snapshot());
                 ++slot.next_checkpoint;

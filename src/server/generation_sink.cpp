@@ -6,11 +6,30 @@ namespace k3::server {
 
 namespace {
 
-std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+// A generation cut short, as a whole answer and as a streamed event. Only a server that is
+// stopping still has a client to tell (a client that went away cancels its own job), and it
+// must not read as a real stop.
+struct CutShort {
+    int status;
+    std::string message;
+    const char* code;
+    HttpResponse response;
+    Json event;
+};
+CutShort cut_short(const runtime::GenerationSummary& summary) {
+    const bool cancelled = summary.outcome == runtime::JobOutcome::cancelled;
+    const std::string message = cancelled ? "generation cut short: the server is shutting down"
+                                          : "generation failed: " + summary.error;
+    const char* code = cancelled ? "server_shutdown" : "generation_failed";
+    const int status = cancelled ? 503 : 500;
+    return {status, message, code, error_response(status, message, "server_error", code),
+            {{"error", {{"message", message}, {"type", "server_error"}, {"code", code}}}}};
+}
 
-text::AnswerOptions answer_options(const GenerationParams& params, const ChatInput* chat) {
+text::AnswerOptions answer_options(const GenerationParams& params, const ChatInput* chat, const OutputOptions& output) {
     text::AnswerOptions options;
     options.stop_strings = params.stop;
+    options.show_special = output.special;
     if (chat) {
         options.chat = chat->thinking ? text::OutputStart::Think : text::OutputStart::Response;
         options.tools = nlohmann::json::parse(chat->tools.dump());
@@ -22,27 +41,38 @@ text::AnswerOptions answer_options(const GenerationParams& params, const ChatInp
 
 GenerationSink::GenerationSink(Endpoint endpoint, const text::Tokenizer& tokenizer,
                                std::shared_ptr<ResponseChannel> channel, ResponseIdentity identity,
-                               const GenerationParams& params, const ChatInput* chat)
+                               const GenerationParams& params, const ChatInput* chat, OutputOptions output,
+                               std::shared_ptr<ChoiceGroup> group, size_t choice)
     : endpoint_(endpoint),
       channel_(std::move(channel)),
       identity_(std::move(identity)),
       stream_(params.stream),
-      include_usage_(params.include_usage),
-      answer_(tokenizer, answer_options(params, chat)),
+      output_(output),
+      group_(std::move(group)),
+      choice_(choice),
+      answer_(tokenizer, answer_options(params, chat, output)),
       tokenizer_(tokenizer),
       want_logprobs_(params.sampling.logprobs) {}
 
+GenerationSink::GenerationSink(const text::Tokenizer& tokenizer, std::unique_ptr<AnswerFormat> format,
+                               const GenerationParams& params, const ChatInput& chat, OutputOptions output)
+    : GenerationSink(Endpoint::chat, tokenizer, nullptr, {}, params, &chat,
+                     {.special = output.special, .reasoning = ReasoningFormat::automatic}) {
+    format_ = std::move(format);
+}
+
 void GenerationSink::begin() {
+    if (format_) return format_->begin();
     if (!stream_) return;
-    channel_->start_stream("text/event-stream");
+    if (choice_ == 0) channel_->start_stream("text/event-stream");
     if (endpoint_ == Endpoint::chat) send_event(chat_chunk({{"role", "assistant"}, {"content", ""}}, nullptr));
 }
 
 void GenerationSink::send_event(const Json& event) {
-    if (!want_logprobs_) return channel_->send("data: " + dump(event) + "\n\n");
+    if (!want_logprobs_) return channel_->send("data: " + dump_json(event) + "\n\n");
     Json with_logprobs = event;
     attach_logprobs(with_logprobs);
-    channel_->send("data: " + dump(with_logprobs) + "\n\n");
+    channel_->send("data: " + dump_json(with_logprobs) + "\n\n");
 }
 
 void GenerationSink::attach_logprobs(Json& event) {
@@ -51,7 +81,7 @@ void GenerationSink::attach_logprobs(Json& event) {
         event["completion_probabilities"] = logprobs(logprobs_streamed_);
     } else {
         if (!event.contains("choices") || event["choices"].empty()) return;
-        event["choices"][0]["logprobs"] = logprobs(logprobs_streamed_);
+        event["choices"][0]["logprobs"] = logprobs(logprobs_streamed_);  // the one choice of this sink
     }
     logprobs_streamed_ = sampled_.size();
 }
@@ -107,13 +137,23 @@ Json GenerationSink::chat_chunk(Json delta, const Json& finish_reason) const {
             {"object", "chat.completion.chunk"},
             {"created", identity_.created},
             {"model", identity_.model},
-            {"choices", Json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+            {"choices", Json::array({{{"index", choice_}, {"delta", std::move(delta)}, {"finish_reason", finish_reason}}})}};
+}
+
+Json GenerationSink::completion_chunk(const std::string& text, const Json& finish_reason) const {
+    return {{"id", identity_.id},
+            {"object", "text_completion"},
+            {"created", identity_.created},
+            {"model", identity_.model},
+            {"choices", Json::array({{{"text", text}, {"index", choice_}, {"logprobs", nullptr},
+                                      {"finish_reason", finish_reason}}})}};
 }
 
 bool GenerationSink::on_token(const runtime::SampledToken& sampled) {
     const int32_t token = sampled.id;
     tokens_.push_back(token);
     if (want_logprobs_) sampled_.push_back(sampled);
+    if (group_) group_->choice_started(choice_);
     const text::OutputDelta delta = answer_.push(token);
     if (endpoint_ == Endpoint::llama_completion) {
         if (stream_) send_event({{"content", delta.content}, {"tokens", Json::array({token})}, {"stop", false}});
@@ -123,17 +163,31 @@ bool GenerationSink::on_token(const runtime::SampledToken& sampled) {
     return !answer_.stopped();
 }
 
-// Completions: the text as content. Chat: the reasoning, content and tool calls.
-void GenerationSink::emit(const text::OutputDelta& delta) {
-    if (endpoint_ == Endpoint::completions) {
-        if (!stream_ || delta.content.empty()) return;
-        return send_event({{"id", identity_.id},
-                           {"object", "text_completion"},
-                           {"created", identity_.created},
-                           {"model", identity_.model},
-                           {"choices", Json::array({{{"text", delta.content}, {"index", 0}, {"logprobs", nullptr},
-                                                     {"finish_reason", nullptr}}})}});
+void GenerationSink::fold_reasoning(text::OutputDelta& delta) {
+    std::string content;
+    if (!delta.reasoning.empty()) {
+        if (!in_think_) content = "<think>";
+        in_think_ = true;
+        content += delta.reasoning;
+        delta.reasoning.clear();
     }
+    if (in_think_ && (!delta.content.empty() || !delta.tool_calls.empty())) {
+        content += "</think>";
+        in_think_ = false;
+    }
+    delta.content = content + delta.content;
+}
+
+// Completions: the text as content. Chat: the reasoning, content and tool calls.
+void GenerationSink::emit(text::OutputDelta delta) {
+    if (format_) return format_->add(delta);
+    if (endpoint_ != Endpoint::chat) {
+        if (stream_ && !delta.content.empty()) send_event(completion_chunk(delta.content, nullptr));
+        return;
+    }
+    if (output_.reasoning == ReasoningFormat::none) fold_reasoning(delta);
+    reasoning_ += delta.reasoning;
+    content_ += delta.content;
     if (stream_ && !delta.reasoning.empty()) send_event(chat_chunk({{"reasoning_content", delta.reasoning}}, nullptr));
     if (stream_ && !delta.content.empty()) send_event(chat_chunk({{"content", delta.content}}, nullptr));
     for (const text::ToolCall& call : delta.tool_calls) {
@@ -148,104 +202,71 @@ void GenerationSink::emit(const text::OutputDelta& delta) {
     }
 }
 
-Json usage_json(const runtime::GenerationSummary& summary) {
-    return {{"prompt_tokens", summary.n_prompt},
-            {"completion_tokens", summary.n_generated},
-            {"total_tokens", summary.n_prompt + summary.n_generated},
-            {"prompt_tokens_details", {{"cached_tokens", summary.n_cached}}}};
-}
-
 std::string GenerationSink::finish_reason(const runtime::GenerationSummary& summary) const {
     const std::string_view reason = runtime::finish_reason_name(summary.finish);
     return reason == "stop" && !tool_calls_.empty() ? "tool_calls" : std::string(reason);
 }
 
-HttpResponse GenerationSink::whole_response(const runtime::GenerationSummary& summary) const {
-    Json body;
-    if (endpoint_ == Endpoint::chat) {
-        Json message = {{"role", "assistant"}};
-        const text::ParsedOutput& answer = answer_.parsed();
-        message["content"] = answer.content.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(answer.content);
-        if (!answer.reasoning.empty()) message["reasoning_content"] = answer.reasoning;
-        if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
-        body = {{"id", identity_.id},
-                {"object", "chat.completion"},
-                {"created", identity_.created},
-                {"model", identity_.model},
-                {"choices", Json::array({{{"index", 0}, {"message", std::move(message)},
-                                          {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
-                                          {"finish_reason", finish_reason(summary)}}})},
-                {"usage", usage_json(summary)}};
-    } else {
-        body = {{"id", identity_.id},
-                {"object", "text_completion"},
-                {"created", identity_.created},
-                {"model", identity_.model},
-                {"choices", Json::array({{{"text", answer_.parsed().content}, {"index", 0},
-                                          {"logprobs", want_logprobs_ ? logprobs(0) : Json(nullptr)},
-                                          {"finish_reason", finish_reason(summary)}}})},
-                {"usage", usage_json(summary)}};
-    }
-    return HttpResponse{200, "application/json", dump(body), {}};
+Json GenerationSink::choice_entry(const runtime::GenerationSummary& summary) const {
+    const Json logprobs_entry = want_logprobs_ ? logprobs(0) : Json(nullptr);
+    if (endpoint_ != Endpoint::chat)
+        return {{"text", answer_.parsed().content}, {"index", choice_}, {"logprobs", logprobs_entry},
+                {"finish_reason", finish_reason(summary)}};
+    Json message = {{"role", "assistant"}};
+    message["content"] = content_.empty() && !tool_calls_.empty() ? Json(nullptr) : Json(content_);
+    if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
+    if (!tool_calls_.empty()) message["tool_calls"] = tool_calls_;
+    return {{"index", choice_}, {"message", std::move(message)}, {"logprobs", logprobs_entry},
+            {"finish_reason", finish_reason(summary)}};
 }
 
-void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
-    // Cut short: only a server that is stopping still has a client to tell (a client that went
-    // away cancels its own job), and it must not read as a real stop.
+void GenerationSink::finish_llama_completion(const runtime::GenerationSummary& summary) {
+    channel_->set_tokens({summary.n_prompt, summary.n_generated});
     if (summary.outcome != runtime::JobOutcome::finished) {
-        const bool cancelled = summary.outcome == runtime::JobOutcome::cancelled;
-        const std::string message = cancelled ? "generation cut short: the server is shutting down"
-                                              : "generation failed: " + summary.error;
-        const char* code = cancelled ? "server_shutdown" : "generation_failed";
-        if (!stream_) return channel_->respond(error_response(cancelled ? 503 : 500, message, "server_error", code));
-        send_event({{"error", {{"message", message}, {"type", "server_error"}, {"code", code}}}});
-        if (endpoint_ != Endpoint::llama_completion) channel_->send("data: [DONE]\n\n");
+        CutShort error = cut_short(summary);
+        if (!stream_) return channel_->respond(std::move(error.response));
+        send_event(error.event);
         return channel_->finish();
     }
     const text::OutputDelta rest = answer_.finish();  // what the assembler still held
-    const std::string& content = answer_.parsed().content;
-    if (endpoint_ == Endpoint::llama_completion) {
-        const char* stop_type = summary.finish == runtime::FinishReason::stop_id ? "eos"
-                                : summary.finish == runtime::FinishReason::stop_string ? "word"
-                                                                                    : "limit";
-        Json last = {{"content", stream_ ? rest.content : content},
-                     {"tokens", stream_ ? std::vector<int32_t>() : tokens_},
-                     {"stop", true},
-                     {"stop_type", stop_type},
-                     {"stopping_word", answer_.matched_stop()},
-                     {"model", identity_.model},
-                     {"tokens_predicted", summary.n_generated},
-                     {"tokens_evaluated", summary.n_prompt},
-                     {"timings", {{"queue_ms", summary.queue_ms},
-                                  {"first_token_ms", summary.first_token_ms},
-                                  {"total_ms", summary.total_ms}}}};
-        if (want_logprobs_ && !stream_) last["completion_probabilities"] = logprobs(0);
-        if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump(last), {}});
-        send_event(last);
-        return channel_->finish();
-    }
-    emit(rest);
-    if (!stream_) return channel_->respond(whole_response(summary));
-    if (endpoint_ == Endpoint::chat) {
-        send_event(chat_chunk(Json::object(), finish_reason(summary)));
-    } else {
-        send_event({{"id", identity_.id},
-                    {"object", "text_completion"},
-                    {"created", identity_.created},
-                    {"model", identity_.model},
-                    {"choices", Json::array({{{"text", ""}, {"index", 0}, {"logprobs", nullptr},
-                                              {"finish_reason", finish_reason(summary)}}})}});
-    }
-    if (include_usage_) {
-        send_event({{"id", identity_.id},
-                    {"object", endpoint_ == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-                    {"created", identity_.created},
-                    {"model", identity_.model},
-                    {"choices", Json::array()},
-                    {"usage", usage_json(summary)}});
-    }
-    channel_->send("data: [DONE]\n\n");
+    const char* stop_type = summary.finish == runtime::FinishReason::stop_id       ? "eos"
+                            : summary.finish == runtime::FinishReason::stop_string ? "word"
+                                                                                   : "limit";
+    Json last = {{"content", stream_ ? rest.content : answer_.parsed().content},
+                 {"tokens", stream_ ? std::vector<int32_t>() : tokens_},
+                 {"stop", true},
+                 {"stop_type", stop_type},
+                 {"stopping_word", answer_.matched_stop()},
+                 {"model", identity_.model},
+                 {"tokens_predicted", summary.n_generated},
+                 {"tokens_evaluated", summary.n_prompt},
+                 {"timings", {{"queue_ms", summary.queue_ms},
+                              {"first_token_ms", summary.first_token_ms},
+                              {"total_ms", summary.total_ms}}}};
+    if (want_logprobs_ && !stream_) last["completion_probabilities"] = logprobs(0);
+    if (!stream_) return channel_->respond(HttpResponse{200, "application/json", dump_json(last), {}});
+    send_event(last);
     channel_->finish();
+}
+
+void GenerationSink::on_finish(const runtime::GenerationSummary& summary) {
+    if (!group_ && !format_) return finish_llama_completion(summary);
+    if (summary.outcome != runtime::JobOutcome::finished) {
+        CutShort error = cut_short(summary);
+        if (format_) return format_->fail(error.status, error.message, error.code);
+        if (stream_) send_event(error.event);
+        return group_->finish_choice(choice_, nullptr, summary, std::move(error.response));
+    }
+    emit(answer_.finish());  // what the assembler still held
+    if (in_think_) {  // the answer ended inside its reasoning
+        in_think_ = false;
+        emit({.reasoning = {}, .content = "</think>", .tool_calls = {}});
+    }
+    if (format_) return format_->finish(summary, answer_.matched_stop());
+    if (stream_)
+        send_event(endpoint_ == Endpoint::chat ? chat_chunk(Json::object(), finish_reason(summary))
+                                               : completion_chunk("", finish_reason(summary)));
+    group_->finish_choice(choice_, stream_ ? Json(nullptr) : choice_entry(summary), summary, std::nullopt);
 }
 
 }  // namespace k3::server

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
@@ -29,6 +30,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include "server/cors_policy.h"
 #include "util/error.h"
 
 // GCC 12 with sanitizers reports Asio's coroutine-frame operator new/delete pair (its recycling
@@ -44,6 +46,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
+using Headers = std::vector<std::pair<std::string, std::string>>;
 
 std::string error_json(const std::string& message, const std::string& type, const std::string& code) {
     nlohmann::ordered_json body = {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
@@ -89,18 +92,25 @@ void watch_disconnect(const std::shared_ptr<Connection>& conn, const std::shared
     });
 }
 
+// `added`: the CORS headers for the request's origin.
 template <class Body>
-void apply_head(http::response<Body>& res, const HttpResponse& head, bool keep_alive) {
+void apply_head(http::response<Body>& res, const HttpResponse& head, bool keep_alive, const Headers& added) {
     res.set(http::field::server, "k3");
     res.set(http::field::content_type, head.content_type);
     for (const auto& [name, value] : head.headers) res.set(name, value);
+    for (const auto& [name, value] : added) res.set(name, value);
     res.keep_alive(keep_alive);
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
 
 struct HttpServer::Impl {
     HttpServerOptions options;
+    CorsPolicy cors;
     Handler handler;
     asio::io_context io{1};
     tcp::acceptor acceptor{io};
@@ -123,9 +133,12 @@ struct HttpServer::Impl {
     asio::awaitable<Reply> handle(HttpRequest request);
     asio::awaitable<error_code> read_head(Connection& conn, beast::flat_buffer& buffer,
                                           http::request_parser<http::string_body>& parser);
-    asio::awaitable<bool> write_response(Connection& conn, const HttpResponse& response, bool keep_alive);
-    asio::awaitable<bool> write_channel(std::shared_ptr<Connection> conn, std::shared_ptr<ResponseChannel> channel,
-                                        bool keep_alive);
+    asio::awaitable<bool> write_response(Connection& conn, const HttpResponse& response, bool keep_alive,
+                                         const Headers& added = {});
+    // Returns whether it was sent whole, and the status sent.
+    asio::awaitable<std::pair<bool, int>> write_channel(std::shared_ptr<Connection> conn,
+                                                        std::shared_ptr<ResponseChannel> channel, bool keep_alive,
+                                                        const Headers& added);
     void begin_stop();
     void forget(const std::shared_ptr<Connection>& conn);
 };
@@ -159,9 +172,9 @@ asio::awaitable<void> HttpServer::Impl::refuse_connection(std::shared_ptr<Connec
 }
 
 asio::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const HttpResponse& response,
-                                                       bool keep_alive) {
+                                                       bool keep_alive, const Headers& added) {
     http::response<http::string_body> res{http::status(response.status), 11};
-    apply_head(res, response, keep_alive);
+    apply_head(res, response, keep_alive, added);
     res.body() = response.body;
     res.prepare_payload();
     conn.stream.expires_after(request_timeout());
@@ -171,8 +184,9 @@ asio::awaitable<bool> HttpServer::Impl::write_response(Connection& conn, const H
 }
 
 // Sends what a producer thread puts in `channel`: one whole response, or a chunked stream.
-asio::awaitable<bool> HttpServer::Impl::write_channel(std::shared_ptr<Connection> conn,
-                                                      std::shared_ptr<ResponseChannel> channel, bool keep_alive) {
+asio::awaitable<std::pair<bool, int>> HttpServer::Impl::write_channel(std::shared_ptr<Connection> conn,
+                                                                      std::shared_ptr<ResponseChannel> channel,
+                                                                      bool keep_alive, const Headers& added) {
     auto waker = std::make_shared<Waker>(io);
     channel->set_notifier([weak = std::weak_ptr<Waker>(waker), executor = io.get_executor()] {
         asio::post(executor, [weak] {
@@ -183,16 +197,18 @@ asio::awaitable<bool> HttpServer::Impl::write_channel(std::shared_ptr<Connection
     http::response<http::empty_body> head;
     std::optional<http::response_serializer<http::empty_body>> serializer;
     bool ok = true;
+    int status = 0;
     for (;;) {
         ResponseChannel::Taken taken = channel->take();
         error_code ec;
+        if (taken.has_head) status = taken.head.status;
         if (taken.has_head && !taken.streamed) {
-            ok = co_await write_response(*conn, taken.head, keep_alive);
+            ok = co_await write_response(*conn, taken.head, keep_alive, added);
             break;
         }
         if (taken.has_head) {
             head = http::response<http::empty_body>{http::status(taken.head.status), 11};
-            apply_head(head, taken.head, keep_alive);
+            apply_head(head, taken.head, keep_alive, added);
             head.chunked(true);
             serializer.emplace(head);
             conn->stream.expires_after(request_timeout());
@@ -222,7 +238,7 @@ asio::awaitable<bool> HttpServer::Impl::write_channel(std::shared_ptr<Connection
     channel->set_notifier({});
     error_code ignored;
     conn->stream.socket().cancel(ignored);  // ends the disconnect watcher
-    co_return ok;
+    co_return std::pair{ok, status};
 }
 
 Reply HttpServer::Impl::call_handler(const HttpRequest& request) {
@@ -321,6 +337,16 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
         conn->idle = true;
         error_code ec = co_await read_head(*conn, buffer, parser);
         conn->idle = false;
+        const auto started = std::chrono::steady_clock::now();
+        // Known once the head is in (an oversized head leaves them empty).
+        const std::string origin(parser.get()[http::field::origin]);
+        const std::string method(parser.get().method_string());
+        const std::string target(parser.get().target());
+        const std::string path = target.substr(0, target.find('?'));
+        const Headers cors_headers = cors.response_headers(origin);
+        auto log = [&](int status, std::optional<RequestTokens> tokens) {
+            write_request_log(options.log_format, {method, path, status, tokens, ms_since(started)});
+        };
         if (!ec && !stopping) {
             if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {  // curl, for larger bodies
                 http::response<http::empty_body> go_on{http::status::continue_, 11};
@@ -343,24 +369,43 @@ asio::awaitable<void> HttpServer::Impl::serve_connection(std::shared_ptr<Connect
                 refusal = error_response(400, "malformed HTTP request: " + ec.message(), "invalid_request_error",
                                          "bad_request");
             if (refusal) {
-                co_await write_response(*conn, *refusal, false);
+                co_await write_response(*conn, *refusal, false, cors_headers);
+                log(refusal->status, std::nullopt);
                 co_await drain(*conn);
             }
             break;
         }
         const http::request<http::string_body>& message = parser.get();
+        const bool keep_alive = message.keep_alive();
+        // A browser's preflight carries no credentials: answered here, before any key check.
+        if (cors.enabled() && message.method() == http::verb::options && !origin.empty()) {
+            HttpResponse preflight{204, "text/plain", "", {}};
+            const bool ok = co_await write_response(
+                *conn, preflight, keep_alive && !stopping,
+                cors.preflight_headers(origin, std::string(message[http::field::access_control_request_headers])));
+            log(preflight.status, std::nullopt);
+            if (!ok || !keep_alive || stopping) break;
+            continue;
+        }
         HttpRequest request;
-        request.method = std::string(message.method_string());
-        const std::string target(message.target());
-        request.path = target.substr(0, target.find('?'));
+        request.method = method;
+        request.path = path;
         if (const size_t mark = target.find('?'); mark != std::string::npos) request.query = target.substr(mark + 1);
         request.authorization = std::string(message[http::field::authorization]);
+        request.api_key = std::string(message["x-api-key"]);
+        request.origin = origin;
         request.body = message.body();
-        const bool keep_alive = message.keep_alive();
 
         const Reply reply = co_await handle(std::move(request));
-        const bool ok = reply.channel ? co_await write_channel(conn, reply.channel, keep_alive && !stopping)
-                                      : co_await write_response(*conn, reply.response, keep_alive && !stopping);
+        bool ok = true;
+        if (reply.channel) {
+            int status = 0;
+            std::tie(ok, status) = co_await write_channel(conn, reply.channel, keep_alive && !stopping, cors_headers);
+            log(status, reply.channel->tokens());
+        } else {
+            ok = co_await write_response(*conn, reply.response, keep_alive && !stopping, cors_headers);
+            log(reply.response.status, std::nullopt);
+        }
         if (!ok || !keep_alive || stopping) break;
     }
     error_code ignored;
@@ -394,6 +439,7 @@ void HttpServer::Impl::begin_stop() {
 
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler) : impl_(std::make_unique<Impl>()) {
     impl_->options = options;
+    impl_->cors = CorsPolicy(options.cors_origins);
     impl_->handler = std::move(handler);
     error_code ec;
     const asio::ip::address address = asio::ip::make_address(options.host, ec);

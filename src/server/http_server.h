@@ -11,8 +11,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/http_types.h"
+#include "server/request_log.h"
 
 namespace k3::server {
 
@@ -27,6 +29,8 @@ struct HttpServerOptions {
     int shutdown_grace_s = 10;                // after a stop, then connections are cut
     size_t workers = 2;                       // threads that run handlers of requests with a body
     size_t work_queue = 64;                   // such requests waiting for one; beyond it 503
+    std::vector<std::string> cors_origins;    // origins browsers may call from ("*": any); none: no CORS
+    RequestLogFormat log_format = RequestLogFormat::text;  // one line per request on stderr
 };
 
 // What a handler answers: a whole response now, or a channel that will carry it.

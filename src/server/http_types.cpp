@@ -58,6 +58,16 @@ void ResponseChannel::client_gone() {
     if (callback) callback();
 }
 
+void ResponseChannel::set_tokens(RequestTokens tokens) {
+    std::lock_guard lock(mutex_);
+    tokens_ = tokens;
+}
+
+std::optional<RequestTokens> ResponseChannel::tokens() {
+    std::lock_guard lock(mutex_);
+    return tokens_;
+}
+
 void ResponseChannel::set_notifier(std::function<void()> notify) {
     std::unique_lock lock(mutex_);
     notify_ = std::move(notify);

@@ -5,9 +5,12 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "server/request_log.h"
 
 namespace k3::server {
 
@@ -16,6 +19,8 @@ struct HttpRequest {
     std::string path;           // target without the query string
     std::string query;          // what follows '?' in the target, if anything
     std::string authorization;  // the Authorization header, if any
+    std::string api_key;        // the x-api-key header (Anthropic's clients), if any
+    std::string origin;         // the Origin header (browsers), if any
     std::string body;
 };
 
@@ -36,6 +41,10 @@ public:
     void start_stream(const std::string& content_type);  // a 200 streamed with chunked encoding
     void send(std::string bytes);                   // a piece of a streamed body
     void finish();                                  // ends a streamed body
+
+    // A generation's token counts, for the request log; set before the channel ends.
+    void set_tokens(RequestTokens tokens);
+    std::optional<RequestTokens> tokens();
 
     // Called when the client goes away; the producer sets it (e.g. to cancel its generation).
     void on_client_gone(std::function<void()> callback);
@@ -62,6 +71,7 @@ private:
     std::string pending_;
     std::function<void()> notify_;
     std::function<void()> on_gone_;
+    std::optional<RequestTokens> tokens_;
 };
 
 }  // namespace k3::server

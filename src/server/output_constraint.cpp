@@ -77,7 +77,8 @@ std::shared_ptr<const grammar::Grammar> OutputConstraint::for_request(const Gene
     std::vector<std::shared_ptr<const grammar::Grammar>> parts;
     const std::string open_response = std::string(kClose) + " \"think\" " + kSep + " " + kOpen + " \"response\" " + kSep;
     if (chat->thinking) parts.push_back(gbnf("root ::= " + std::string(kFreeText) + " " + open_response));
-    parts.push_back(answer ? answer : gbnf(std::string("root ::= ") + kFreeText));
+    if (!forced_call || chat->text_before_forced_call)
+        parts.push_back(answer ? answer : gbnf(std::string("root ::= ") + kFreeText));
     parts.push_back(gbnf(std::string("root ::= ") + kClose + " \"response\" " + kSep));
     if (forced_call) {
         parts.push_back(gbnf(std::string("root ::= ") + kOpen + " \"tools\" " + kSep));

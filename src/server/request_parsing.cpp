@@ -9,17 +9,48 @@
 
 namespace k3::server {
 
-namespace {
-
-// A member that is absent or null counts as not given (OpenAI's clients send nulls).
 const Json* member(const Json& body, const char* key) {
     auto it = body.find(key);
     return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
-[[noreturn]] void wrong_type(const char* key, const char* expected) {
-    throw ApiError(400, std::string("'") + key + "' must be " + expected, "invalid_type");
+void wrong_type(const std::string& key, const char* expected) {
+    throw ApiError(400, "'" + key + "' must be " + expected, "invalid_type");
 }
+
+std::string indexed(const std::string& where, size_t index) { return where + "[" + std::to_string(index) + "]"; }
+
+const std::string& required_string(const Json& object, const char* key, const std::string& where) {
+    const Json* value = member(object, key);
+    if (!value) throw ApiError(400, where + " needs '" + key + "'", "missing_field");
+    if (!value->is_string()) wrong_type(where + "." + key, "a string");
+    return value->get_ref<const std::string&>();
+}
+
+void refuse_unknown_members(const Json& object, const std::set<std::string_view>& known, const std::string& where) {
+    for (const auto& [key, value] : object.items())
+        if (!known.contains(key))
+            throw ApiError(400, "'" + where + key + "' is not supported by k3 on this endpoint", "unsupported_field");
+}
+
+Json chat_function_tools(const Json& tools, const char* schema_key,
+                         const std::function<void(const Json& tool, const std::string& where)>& check) {
+    if (!tools.is_array()) wrong_type("tools", "an array");
+    Json out = Json::array();
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const std::string at = indexed("tools", i);
+        if (!tools[i].is_object()) wrong_type(at, "an object");
+        check(tools[i], at);
+        Json function = {{"name", required_string(tools[i], "name", at)}};
+        if (member(tools[i], "description")) function["description"] = required_string(tools[i], "description", at);
+        if (const Json* schema = member(tools[i], schema_key)) function["parameters"] = *schema;
+        out.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    return out;
+}
+
+namespace {
+
 
 std::optional<double> number_field(const Json& body, const char* key, double lo, double hi, const char* range) {
     const Json* value = member(body, key);
@@ -88,9 +119,9 @@ void refuse_unknown_fields(const Json& body, Endpoint endpoint) {
     const std::set<std::string_view>& own = endpoint == Endpoint::chat          ? kChatFields
                                             : endpoint == Endpoint::completions ? kCompletionsFields
                                                                                 : kLlamaCompletionFields;
-    for (const auto& [key, value] : body.items())
-        if (!kCommonFields.contains(key) && !own.contains(key))
-            throw ApiError(400, "'" + key + "' is not supported by k3 on this endpoint", "unsupported_field");
+    std::set<std::string_view> known = kCommonFields;
+    known.insert(own.begin(), own.end());
+    refuse_unknown_members(body, known, "");
 }
 
 // OpenAI's {"ID": bias} or llama.cpp's [[ID, bias], ...], where a bias of false forbids.
@@ -150,6 +181,8 @@ std::optional<Json> response_format_schema(const Json& format) {
 
 }  // namespace
 
+std::string dump_json(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
 Json parse_body(const std::string& body) {
     Json json;
     try {
@@ -177,8 +210,13 @@ GenerationParams parse_generation_params(const Json& body, Endpoint endpoint, co
     const int64_t chosen = seed.value_or(defaults.seed);
     s.seed = chosen == -1 ? runtime::random_seed() : uint64_t(chosen);
 
-    if (const std::optional<int64_t> n = integer_field(body, "n"); n && *n != 1)
-        throw ApiError(400, "'n' must be 1 (one choice per request)", "invalid_value");
+    if (const std::optional<int64_t> n = integer_field(body, "n")) {
+        if (*n < 1) throw ApiError(400, "'n' must be at least 1", "invalid_value");
+        if (*n > 1 && endpoint == Endpoint::llama_completion)
+            throw ApiError(400, "'n' > 1 is for /v1/chat/completions and /v1/completions; /completion gives one answer",
+                           "invalid_value");
+        params.n = *n;
+    }
     for (const char* key : {"max_tokens", "max_completion_tokens", "n_predict"}) {
         const std::optional<int64_t> limit = integer_field(body, key);
         if (!limit) continue;

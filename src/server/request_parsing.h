@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -40,6 +43,7 @@ struct GenerationParams {
     std::optional<std::string> grammar;
     std::optional<Json> json_schema;
     bool cache_prompt = true;           // llama.cpp's: resume from the prompt cache
+    int64_t n = 1;                      // choices from the one prompt (OpenAI's `n`)
 };
 
 // What a request leaves out, as `k3 serve --temp --top-p --top-k --min-p --seed -n` set it
@@ -60,7 +64,29 @@ struct ChatInput {
     bool tool_calls_forbidden = false;     // tool_choice "none"
     Json forced_tools = Json::array();     // tool_choice "required" (every tool) or a named one:
                                            // the answer must call one of these
+    bool text_before_forced_call = true;   // false: the forced call is the whole answer (the agent
+                                           // APIs)
 };
+
+// A member that is absent or null counts as not given (OpenAI's clients send nulls).
+const Json* member(const Json& object, const char* key);
+// 400: '`key`' must be `expected`.
+[[noreturn]] void wrong_type(const std::string& key, const char* expected);
+// "where[index]", naming an array element in messages.
+std::string indexed(const std::string& where, size_t index);
+// The string member `key` of `object` (named `where` in messages); 400 if absent or not a string.
+const std::string& required_string(const Json& object, const char* key, const std::string& where);
+// 400 naming the first member of `object` not in `known`; `where` prefixes its name ("tools[2].").
+void refuse_unknown_members(const Json& object, const std::set<std::string_view>& known, const std::string& where);
+
+// Flat tool declarations ({name, description, SCHEMA_KEY: schema}, as Anthropic's and the Responses
+// API's are) as chat's [{"type": "function", "function": {name, description, parameters}}];
+// `check` refuses (ApiError) what the API does not allow in tool `where` before it is read.
+Json chat_function_tools(const Json& tools, const char* schema_key,
+                         const std::function<void(const Json& tool, const std::string& where)>& check);
+
+// Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
+std::string dump_json(const Json& json);
 
 // The body as a JSON object; 400 for malformed JSON or another type.
 Json parse_body(const std::string& body);

@@ -14,6 +14,16 @@
 
 namespace k3::server {
 
+namespace {
+
+std::string read_option_file(const char* option, const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw Error(std::string(option) + ": cannot read '" + path + "'");
+    return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
+}  // namespace
+
 int serve(const ServeOptions& options) {
     runtime::EngineOptions engine_options;
     engine_options.n_threads = options.threads;
@@ -32,13 +42,18 @@ int serve(const ServeOptions& options) {
     // whose notifiers post to the server's I/O context.
     std::optional<runtime::Scheduler> scheduler(std::in_place, *engine, scheduler_options);
 
-    ApiOptions api_options{options.model_name, options.api_key, std::nullopt, options.sampling,
-                           options.slot_save_path};
-    if (!options.grammar_file.empty()) {
-        std::ifstream file(options.grammar_file, std::ios::binary);
-        if (!file) throw Error("--grammar-file: cannot read '" + options.grammar_file + "'");
-        api_options.default_grammar = std::string(std::istreambuf_iterator<char>(file), {});
-    }
+    ApiOptions api_options;
+    api_options.model_name = options.model_name;
+    api_options.api_key = options.api_key;
+    api_options.sampling_defaults = options.sampling;
+    api_options.slot_save_path = options.slot_save_path;
+    if (!options.grammar_file.empty()) api_options.default_grammar = read_option_file("--grammar-file", options.grammar_file);
+    if (!options.chat_template_file.empty())
+        api_options.chat_template = read_option_file("--chat-template-file", options.chat_template_file);
+    api_options.output = options.output;
+    api_options.max_n = options.max_n;
+    api_options.model_path = options.model_path;
+    api_options.build_info = options.build_info;
     if (api_options.model_name.empty())
         api_options.model_name = std::filesystem::path(options.model_path).filename().string();
     Api api(*engine, tokenizer, *scheduler, api_options);

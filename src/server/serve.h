@@ -7,6 +7,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/prefix_cache.h"
+#include "server/generation_sink.h"
 #include "server/http_server.h"
 #include "server/request_parsing.h"
 
@@ -28,6 +29,10 @@ struct ServeOptions {
     kernels::Numerics numerics = kernels::Numerics::native;  // --exact
     runtime::PrefixCacheOptions cache;    // the prompt cache
     std::string slot_save_path;           // folder for slot files; empty: off
+    std::string chat_template_file;       // overrides the model's chat template; empty: none
+    OutputOptions output;                 // --special, --reasoning-format
+    int64_t max_n = 16;                   // most choices per request
+    std::string build_info;               // for /props
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts

@@ -23,11 +23,22 @@ void encode_codes(const uint8_t* codes, uint8_t* qs) {
     for (int j = 0; j < 16; ++j) qs[j] = uint8_t(codes[j] | codes[j + 16] << 4);
 }
 
-// Best scale for one group of 32 (ggml quantize_row_iq4_nl_impl, weights w = x², ntry 7): start
+// The weights of one group of 32: x², or with importance weights importance·sqrt(sigma2 + x²),
+// sigma2 = 2·Σx²/N over the N values of the (super-)block, as ggml's quantize_row_iq4_nl_impl.
+void group_weights(const float* x, const float* importance, float sigma2, float* w) {
+    for (int j = 0; j < 32; ++j) w[j] = importance ? importance[j] * std::sqrt(sigma2 + x[j] * x[j]) : x[j] * x[j];
+}
+float block_sigma2(const float* x, int n) {
+    float sigma2 = 0;
+    for (int j = 0; j < n; ++j) sigma2 += x[j] * x[j];
+    return sigma2 * (2.f / float(n));
+}
+
+// Best scale for one group of 32 with weights w (ggml quantize_row_iq4_nl_impl, ntry 7): start
 // from max/127, then try the 15 scales max/(127 − t), t = −7..7, keeping the weighted
 // least-squares scale Σw·q·x / Σw·q² with the largest (Σw·q·x)²/Σw·q². Returns 0 for a group
 // below ggml's GROUP_MAX_EPS.
-float search_iq4_scale(const float* x) {
+float search_iq4_scale(const float* x, const float* w) {
     constexpr int kTrials = 7;
     float amax = 0, max = 0;
     for (int j = 0; j < 32; ++j) {
@@ -41,9 +52,8 @@ float search_iq4_scale(const float* x) {
         sumqx = sumq2 = 0;
         for (int j = 0; j < 32; ++j) {
             const float q = kIq4nlValues[nearest_table_index(kIq4nlValues, id * x[j])];
-            const float w = x[j] * x[j];
-            sumqx += w * q * x[j];
-            sumq2 += w * q * q;
+            sumqx += w[j] * q * x[j];
+            sumq2 += w[j] * q * q;
         }
     };
     float sumqx, sumq2;
@@ -84,11 +94,14 @@ void dequantize_row_iq4_xs(const void* blocks, float* out, int64_t n) {
     }
 }
 
-void quantize_row_iq4_nl(const float* in, void* blocks, int64_t n) {
+void quantize_row_iq4_nl_weighted(const float* in, void* blocks, int64_t n, const float* importance) {
     auto* block = static_cast<BlockIq4nl*>(blocks);
     for (int64_t b = 0; b < n / kIq4nlBlockSize; ++b) {
         const float* x = in + b * kIq4nlBlockSize;
-        const float d = search_iq4_scale(x);
+        float w[32];
+        group_weights(x, importance ? importance + b * kIq4nlBlockSize : nullptr,
+                      importance ? block_sigma2(x, kIq4nlBlockSize) : 0.f, w);
+        const float d = search_iq4_scale(x, w);
         store_f16(block[b].d, d);
         uint8_t codes[32];
         choose_codes(x, d, codes);  // against the unrounded d, as ggml
@@ -96,14 +109,17 @@ void quantize_row_iq4_nl(const float* in, void* blocks, int64_t n) {
     }
 }
 
-void quantize_row_iq4_xs(const float* in, void* blocks, int64_t n) {
+void quantize_row_iq4_xs_weighted(const float* in, void* blocks, int64_t n, const float* importance) {
     auto* block = static_cast<BlockIq4xs*>(blocks);
     for (int64_t b = 0; b < n / kIq4xsBlockSize; ++b) {
         const float* x = in + b * kIq4xsBlockSize;
+        const float sigma2 = importance ? block_sigma2(x, kIq4xsBlockSize) : 0.f;
         float scales[8];
         float max_scale = 0, amax_scale = 0;
         for (int sub = 0; sub < 8; ++sub) {
-            scales[sub] = search_iq4_scale(x + 32 * sub);
+            float w[32];
+            group_weights(x + 32 * sub, importance ? importance + b * kIq4xsBlockSize + 32 * sub : nullptr, sigma2, w);
+            scales[sub] = search_iq4_scale(x + 32 * sub, w);
             if (std::fabs(scales[sub]) > amax_scale) {
                 amax_scale = std::fabs(scales[sub]);
                 max_scale = scales[sub];
@@ -128,5 +144,8 @@ void quantize_row_iq4_xs(const float* in, void* blocks, int64_t n) {
         store_u16(block[b].scales_h, uint16_t(scales_h));
     }
 }
+
+void quantize_row_iq4_nl(const float* in, void* blocks, int64_t n) { quantize_row_iq4_nl_weighted(in, blocks, n, nullptr); }
+void quantize_row_iq4_xs(const float* in, void* blocks, int64_t n) { quantize_row_iq4_xs_weighted(in, blocks, n, nullptr); }
 
 }  // namespace k3::tensor

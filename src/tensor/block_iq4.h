@@ -37,5 +37,8 @@ void dequantize_row_iq4_nl(const void* blocks, float* out, int64_t n);
 void dequantize_row_iq4_xs(const void* blocks, float* out, int64_t n);
 void quantize_row_iq4_nl(const float* in, void* blocks, int64_t n);
 void quantize_row_iq4_xs(const float* in, void* blocks, int64_t n);
+// With importance weights (one per element of the row; null: as above).
+void quantize_row_iq4_nl_weighted(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq4_xs_weighted(const float* in, void* blocks, int64_t n, const float* importance);
 
 }  // namespace k3::tensor

@@ -98,4 +98,15 @@ void dequantize_row_iq3_s(const void* blocks, float* out, int64_t n);
 void dequantize_row_iq1_s(const void* blocks, float* out, int64_t n);
 void dequantize_row_iq1_m(const void* blocks, float* out, int64_t n);
 
+// The quantisers are ggml's searches (llama-quantize's bytes). importance: one weight per element
+// of the row (an imatrix column); IQ2_XXS, IQ2_XS and IQ1_S throw without it, the others then
+// weigh values as ggml does without one.
+void quantize_row_iq2_xxs(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq2_xs(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq2_s(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq3_xxs(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq3_s(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq1_s(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_iq1_m(const float* in, void* blocks, int64_t n, const float* importance);
+
 }  // namespace k3::tensor

@@ -92,33 +92,65 @@ void pack_two_bit_levels(const uint8_t* L, uint8_t* qs) {
         }
 }
 
-void quantize_q2_k_block(const float* x, BlockQ2_K& block) {
+// ggml's importance weights for value x of a super-block: importance·sqrt(sigma2 + x²), sigma2 =
+// sigma_factor·Σx²/256 (quantize_row_q*_K_impl).
+float super_block_sigma2(const float* x, float sigma_factor) {
+    float sumx2 = 0;
+    for (int j = 0; j < kQK; ++j) sumx2 += x[j] * x[j];
+    return sigma_factor * sumx2 / kQK;
+}
+// Fills n weights; returns their sum.
+float importance_weights(const float* x, const float* importance, float sigma2, int n, float* weights) {
+    for (int l = 0; l < n; ++l) weights[l] = importance[l] * std::sqrt(sigma2 + x[l] * x[l]);
+    float sum = 0;
+    for (int l = 0; l < n; ++l) sum += weights[l];
+    return sum;
+}
+
+void quantize_q2_k_block(const float* x, BlockQ2_K& block, const float* importance) {
     constexpr float kScaleMax = 15.f;
     uint8_t L[kQK];
     float scales[16], mins[16], weights[16];
-    float max_scale = 0, max_min = 0;
-    for (int sub = 0; sub < 16; ++sub) {
-        for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * sub + l]);
-        scales[sub] = search_asymmetric_scale(16, {3, -0.5f, 0.1f, 15, true}, x + 16 * sub, weights,
-                                              L + 16 * sub, &mins[sub]);
-        if (scales[sub] > max_scale) max_scale = scales[sub];
-        if (mins[sub] > max_min) max_min = mins[sub];
-    }
-    // Sub-block scales and mins as 4-bit multiples of d = max_scale/15 and dmin = max_min/15.
-    if (max_scale > 0) {
-        const float iscale = kScaleMax / max_scale;
-        for (int sub = 0; sub < 16; ++sub) block.scales[sub] = uint8_t(nearest_int(iscale * scales[sub]));
-        store_f16(block.d, max_scale / kScaleMax);
+    if (importance) {
+        // ggml's make_qkx3_quants (the asymmetric search, given weights) for each sub-block, then
+        // make_qp_quants for the scales and mins, weighted by each sub-block's total weight.
+        const float sigma2 = super_block_sigma2(x, 1.f);
+        float sub_weights[16];
+        for (int sub = 0; sub < 16; ++sub) {
+            sub_weights[sub] = importance_weights(x + 16 * sub, importance + 16 * sub, sigma2, 16, weights);
+            scales[sub] = search_asymmetric_scale(16, {3, -0.9f, 0.05f, 36, false}, x + 16 * sub, weights, L + 16 * sub, &mins[sub]);
+        }
+        uint8_t ls[16], lm[16];
+        const float d = search_positive_scale(16, 15, scales, sub_weights, ls);
+        const float dmin = search_positive_scale(16, 15, mins, sub_weights, lm);
+        store_f16(block.d, d);
+        store_f16(block.dmin, dmin);
+        for (int sub = 0; sub < 16; ++sub) block.scales[sub] = uint8_t(ls[sub] | lm[sub] << 4);
     } else {
-        std::memset(block.scales, 0, sizeof block.scales);
-        store_f16(block.d, 0.f);
-    }
-    if (max_min > 0) {
-        const float iscale = kScaleMax / max_min;
-        for (int sub = 0; sub < 16; ++sub) block.scales[sub] |= uint8_t(nearest_int(iscale * mins[sub]) << 4);
-        store_f16(block.dmin, max_min / kScaleMax);
-    } else {
-        store_f16(block.dmin, 0.f);
+        float max_scale = 0, max_min = 0;
+        for (int sub = 0; sub < 16; ++sub) {
+            for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * sub + l]);
+            scales[sub] = search_asymmetric_scale(16, {3, -0.5f, 0.1f, 15, true}, x + 16 * sub, weights,
+                                                  L + 16 * sub, &mins[sub]);
+            if (scales[sub] > max_scale) max_scale = scales[sub];
+            if (mins[sub] > max_min) max_min = mins[sub];
+        }
+        // Sub-block scales and mins as 4-bit multiples of d = max_scale/15 and dmin = max_min/15.
+        if (max_scale > 0) {
+            const float iscale = kScaleMax / max_scale;
+            for (int sub = 0; sub < 16; ++sub) block.scales[sub] = uint8_t(nearest_int(iscale * scales[sub]));
+            store_f16(block.d, max_scale / kScaleMax);
+        } else {
+            std::memset(block.scales, 0, sizeof block.scales);
+            store_f16(block.d, 0.f);
+        }
+        if (max_min > 0) {
+            const float iscale = kScaleMax / max_min;
+            for (int sub = 0; sub < 16; ++sub) block.scales[sub] |= uint8_t(nearest_int(iscale * mins[sub]) << 4);
+            store_f16(block.dmin, max_min / kScaleMax);
+        } else {
+            store_f16(block.dmin, 0.f);
+        }
     }
     // Requantize against the stored (f16) factors; a sub-block with factor 0 keeps its search levels.
     const float d = load_f16(block.d), dmin = load_f16(block.dmin);
@@ -132,33 +164,59 @@ void quantize_q2_k_block(const float* x, BlockQ2_K& block) {
     pack_two_bit_levels(L, block.qs);
 }
 
-void quantize_q3_k_block(const float* x, BlockQ3_K& block) {
+// Packs 16 sub-block scales l + 32 (6 bits) the way unpack_scale_q3_k reads them.
+void pack_scales_q3_k(const int* stored, uint8_t* scales) {
+    std::memset(scales, 0, 12);
+    for (int sub = 0; sub < 16; ++sub) {
+        const int l = stored[sub];
+        if (sub < 8)
+            scales[sub] = uint8_t(l & 15);
+        else
+            scales[sub - 8] |= uint8_t((l & 15) << 4);
+        scales[8 + sub % 4] |= uint8_t((l >> 4) << (2 * (sub / 4)));
+    }
+}
+
+void quantize_q3_k_block(const float* x, BlockQ3_K& block, const float* importance) {
     int8_t L[kQK];
     float scales[16];
-    float max_scale = 0, amax = 0;
-    for (int sub = 0; sub < 16; ++sub) {
-        scales[sub] = search_symmetric_scale_refined(16, 4, x + 16 * sub, L + 16 * sub);
-        if (std::fabs(scales[sub]) > amax) {
-            amax = std::fabs(scales[sub]);
-            max_scale = scales[sub];
-        }
-    }
-    // Signed 6-bit sub-block scales l in [−32, 31] of d = max_scale / −32, stored as l + 32.
-    std::memset(block.scales, 0, sizeof block.scales);
-    if (max_scale != 0) {
-        const float iscale = -32.f / max_scale;
+    int stored[16];
+    if (importance) {
+        // make_qx_quants for each sub-block with the importance weights, and again for the
+        // sub-block scales weighted by each sub-block's total weight.
+        const float sigma2 = super_block_sigma2(x, 2.f);
+        float weights[16], sub_weights[16];
         for (int sub = 0; sub < 16; ++sub) {
-            const int8_t wrapped = int8_t(nearest_int(iscale * scales[sub]));  // ggml stores it in an int8_t
-            const int l = std::clamp(int(wrapped), -32, 31) + 32;
-            if (sub < 8)
-                block.scales[sub] = uint8_t(l & 15);
-            else
-                block.scales[sub - 8] |= uint8_t((l & 15) << 4);
-            block.scales[8 + sub % 4] |= uint8_t((l >> 4) << (2 * (sub / 4)));
+            sub_weights[sub] = importance_weights(x + 16 * sub, importance + 16 * sub, sigma2, 16, weights);
+            scales[sub] = search_symmetric_scale(16, 4, x + 16 * sub, L + 16 * sub, weights);
         }
-        store_f16(block.d, 1 / iscale);
+        int8_t ls[16];
+        const float d = search_symmetric_scale(16, 32, scales, ls, sub_weights);
+        for (int sub = 0; sub < 16; ++sub) stored[sub] = ls[sub];
+        pack_scales_q3_k(stored, block.scales);
+        store_f16(block.d, d);
     } else {
-        store_f16(block.d, 0.f);
+        float max_scale = 0, amax = 0;
+        for (int sub = 0; sub < 16; ++sub) {
+            scales[sub] = search_symmetric_scale_refined(16, 4, x + 16 * sub, L + 16 * sub);
+            if (std::fabs(scales[sub]) > amax) {
+                amax = std::fabs(scales[sub]);
+                max_scale = scales[sub];
+            }
+        }
+        // Signed 6-bit sub-block scales l in [−32, 31] of d = max_scale / −32, stored as l + 32.
+        if (max_scale != 0) {
+            const float iscale = -32.f / max_scale;
+            for (int sub = 0; sub < 16; ++sub) {
+                const int8_t wrapped = int8_t(nearest_int(iscale * scales[sub]));  // ggml stores it in an int8_t
+                stored[sub] = std::clamp(int(wrapped), -32, 31) + 32;
+            }
+            pack_scales_q3_k(stored, block.scales);
+            store_f16(block.d, 1 / iscale);
+        } else {
+            std::memset(block.scales, 0, sizeof block.scales);
+            store_f16(block.d, 0.f);
+        }
     }
     const float d = load_f16(block.d);
     for (int sub = 0; sub < 16; ++sub) {
@@ -193,36 +251,52 @@ void pack_scale_min_k4(const uint8_t* ls, const uint8_t* lm, uint8_t* scales) {
 
 // Q4_K (Bits 4) and Q5_K (Bits 5).
 template <int Bits, typename Block>
-void quantize_q45_k_block(const float* x, Block& block) {
+void quantize_q45_k_block(const float* x, Block& block, const float* importance) {
     constexpr int kMaxLevel = (1 << Bits) - 1;
-    // ggml's search parameters: Q4_K tries 21 scales from nmax − 1, Q5_K 16 from nmax − 0.5.
-    constexpr AsymmetricSearch kSearch = Bits == 4 ? AsymmetricSearch{15, -1.f, 0.1f, 20, false}
-                                                   : AsymmetricSearch{31, -0.5f, 0.1f, 15, false};
     uint8_t L[kQK];
     float scales[8], mins[8], weights[32];
-    float max_scale = 0, max_min = 0;
-    for (int sub = 0; sub < 8; ++sub) {
-        const float* xs = x + 32 * sub;
-        float sum_x2 = 0;
-        for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
-        const float av_x = std::sqrt(sum_x2 / 32);
-        for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);  // w = rms + |x|
-        scales[sub] = search_asymmetric_scale(32, kSearch, xs, weights, L + 32 * sub, &mins[sub]);
-        if (scales[sub] > max_scale) max_scale = scales[sub];
-        if (mins[sub] > max_min) max_min = mins[sub];
-    }
-    // 6-bit multiples of d = max_scale/63 and dmin = max_min/63.
-    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
     uint8_t ls[8], lm[8];
-    for (int sub = 0; sub < 8; ++sub) {
-        ls[sub] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[sub])));
-        lm[sub] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[sub])));
+    float d, dmin;
+    if (importance) {
+        const float sigma2 = super_block_sigma2(x, 2.f);
+        float sub_weights[8];
+        for (int sub = 0; sub < 8; ++sub) {
+            sub_weights[sub] = importance_weights(x + 32 * sub, importance + 32 * sub, sigma2, 32, weights);
+            scales[sub] = search_asymmetric_scale(32, {kMaxLevel, -0.9f, 0.05f, 36, false}, x + 32 * sub, weights,
+                                                  L + 32 * sub, &mins[sub]);
+        }
+        d = search_positive_scale(8, 63, scales, sub_weights, ls);
+        dmin = search_positive_scale(8, 63, mins, sub_weights, lm);
+    } else {
+        // ggml's search parameters: Q4_K tries 21 scales from nmax − 1, Q5_K 16 from nmax − 0.5.
+        constexpr AsymmetricSearch kSearch = Bits == 4 ? AsymmetricSearch{15, -1.f, 0.1f, 20, false}
+                                                       : AsymmetricSearch{31, -0.5f, 0.1f, 15, false};
+        float max_scale = 0, max_min = 0;
+        for (int sub = 0; sub < 8; ++sub) {
+            const float* xs = x + 32 * sub;
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
+            const float av_x = std::sqrt(sum_x2 / 32);
+            for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(xs[l]);  // w = rms + |x|
+            scales[sub] = search_asymmetric_scale(32, kSearch, xs, weights, L + 32 * sub, &mins[sub]);
+            if (scales[sub] > max_scale) max_scale = scales[sub];
+            if (mins[sub] > max_min) max_min = mins[sub];
+        }
+        // 6-bit multiples of d = max_scale/63 and dmin = max_min/63.
+        const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+        const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+        for (int sub = 0; sub < 8; ++sub) {
+            ls[sub] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[sub])));
+            lm[sub] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[sub])));
+        }
+        d = max_scale / 63.f;
+        dmin = max_min / 63.f;
     }
     pack_scale_min_k4(ls, lm, block.scales);
-    store_f16(block.d, max_scale / 63.f);
-    store_f16(block.dmin, max_min / 63.f);
-    const float d = load_f16(block.d), dmin = load_f16(block.dmin);
+    store_f16(block.d, d);
+    store_f16(block.dmin, dmin);
+    d = load_f16(block.d);
+    dmin = load_f16(block.dmin);
     for (int sub = 0; sub < 8; ++sub) {
         const ScaleMin sm = unpack_scale_min_k4(block.scales, sub);
         const float dl = d * float(sm.scale);
@@ -244,12 +318,13 @@ void quantize_q45_k_block(const float* x, Block& block) {
     }
 }
 
-void quantize_q6_k_block(const float* x, BlockQ6_K& block) {
+void quantize_q6_k_block(const float* x, BlockQ6_K& block, const float* importance) {
     int8_t L[kQK];
     float scales[16];
     float max_scale = 0, max_abs_scale = 0;
     for (int sub = 0; sub < 16; ++sub) {
-        scales[sub] = search_symmetric_scale(16, 32, x + 16 * sub, L + 16 * sub);
+        // ggml weighs Q6_K's search with the importance weights as they are (no sigma term).
+        scales[sub] = search_symmetric_scale(16, 32, x + 16 * sub, L + 16 * sub, importance ? importance + 16 * sub : nullptr);
         if (std::fabs(scales[sub]) > max_abs_scale) {
             max_abs_scale = std::fabs(scales[sub]);
             max_scale = scales[sub];
@@ -283,10 +358,10 @@ void quantize_q6_k_block(const float* x, BlockQ6_K& block) {
     }
 }
 
-template <typename Block, void (*EncodeBlock)(const float*, Block&)>
-void quantize_blocks(const float* in, void* blocks, int64_t n) {
+template <typename Block, void (*EncodeBlock)(const float*, Block&, const float*)>
+void quantize_blocks(const float* in, void* blocks, int64_t n, const float* importance) {
     auto* block = static_cast<Block*>(blocks);
-    for (int64_t b = 0; b < n / kQK; ++b) EncodeBlock(in + b * kQK, block[b]);
+    for (int64_t b = 0; b < n / kQK; ++b) EncodeBlock(in + b * kQK, block[b], importance ? importance + b * kQK : nullptr);
 }
 
 }  // namespace
@@ -296,10 +371,25 @@ void dequantize_row_q3_k(const void* b, float* out, int64_t n) { dequantize_bloc
 void dequantize_row_q4_k(const void* b, float* out, int64_t n) { dequantize_blocks<BlockQ4_K, dequantize_q45_k_block<4, BlockQ4_K>>(b, out, n); }
 void dequantize_row_q5_k(const void* b, float* out, int64_t n) { dequantize_blocks<BlockQ5_K, dequantize_q45_k_block<5, BlockQ5_K>>(b, out, n); }
 void dequantize_row_q6_k(const void* b, float* out, int64_t n) { dequantize_blocks<BlockQ6_K, dequantize_q6_k_block>(b, out, n); }
-void quantize_row_q2_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ2_K, quantize_q2_k_block>(in, b, n); }
-void quantize_row_q3_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ3_K, quantize_q3_k_block>(in, b, n); }
-void quantize_row_q4_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ4_K, quantize_q45_k_block<4, BlockQ4_K>>(in, b, n); }
-void quantize_row_q5_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ5_K, quantize_q45_k_block<5, BlockQ5_K>>(in, b, n); }
-void quantize_row_q6_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ6_K, quantize_q6_k_block>(in, b, n); }
+void quantize_row_q2_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ2_K, quantize_q2_k_block>(in, b, n, nullptr); }
+void quantize_row_q2_k_weighted(const float* in, void* b, int64_t n, const float* importance) {
+    quantize_blocks<BlockQ2_K, quantize_q2_k_block>(in, b, n, importance);
+}
+void quantize_row_q3_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ3_K, quantize_q3_k_block>(in, b, n, nullptr); }
+void quantize_row_q3_k_weighted(const float* in, void* b, int64_t n, const float* importance) {
+    quantize_blocks<BlockQ3_K, quantize_q3_k_block>(in, b, n, importance);
+}
+void quantize_row_q4_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ4_K, quantize_q45_k_block<4, BlockQ4_K>>(in, b, n, nullptr); }
+void quantize_row_q4_k_weighted(const float* in, void* b, int64_t n, const float* importance) {
+    quantize_blocks<BlockQ4_K, quantize_q45_k_block<4, BlockQ4_K>>(in, b, n, importance);
+}
+void quantize_row_q5_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ5_K, quantize_q45_k_block<5, BlockQ5_K>>(in, b, n, nullptr); }
+void quantize_row_q5_k_weighted(const float* in, void* b, int64_t n, const float* importance) {
+    quantize_blocks<BlockQ5_K, quantize_q45_k_block<5, BlockQ5_K>>(in, b, n, importance);
+}
+void quantize_row_q6_k(const float* in, void* b, int64_t n) { quantize_blocks<BlockQ6_K, quantize_q6_k_block>(in, b, n, nullptr); }
+void quantize_row_q6_k_weighted(const float* in, void* b, int64_t n, const float* importance) {
+    quantize_blocks<BlockQ6_K, quantize_q6_k_block>(in, b, n, importance);
+}
 
 }  // namespace k3::tensor

@@ -79,5 +79,12 @@ void quantize_row_q3_k(const float* in, void* blocks, int64_t n);
 void quantize_row_q4_k(const float* in, void* blocks, int64_t n);
 void quantize_row_q5_k(const float* in, void* blocks, int64_t n);
 void quantize_row_q6_k(const float* in, void* blocks, int64_t n);
+// With importance weights (one per element of the row), as ggml's quantize_q*_K with an
+// imatrix (quantize_row_q*_K_impl).
+void quantize_row_q2_k_weighted(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_q3_k_weighted(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_q4_k_weighted(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_q5_k_weighted(const float* in, void* blocks, int64_t n, const float* importance);
+void quantize_row_q6_k_weighted(const float* in, void* blocks, int64_t n, const float* importance);
 
 }  // namespace k3::tensor

@@ -16,6 +16,16 @@ extern const std::array<uint32_t, 256> kIq3xxsGrid;  // magnitudes 4, 12, …, 5
 extern const std::array<uint32_t, 512> kIq3sGrid;    // magnitudes 1, 3, …, 15
 extern const std::array<uint64_t, 2048> kIq1sGrid;   // int8 values −1, 0, 1
 
+// The same grids as level indices, the form the quantisation search works in: the level
+// (0, 1, 2 for the 2-bit grids and IQ1, 0..7 for IQ3) of element j in bits [b·j, b·j + b),
+// b = 2 or 3; entry i is grid point i above.
+extern const std::array<uint16_t, 256> kIq2xxsLevelCodes;
+extern const std::array<uint16_t, 512> kIq2xsLevelCodes;
+extern const std::array<uint16_t, 1024> kIq2sLevelCodes;
+extern const std::array<uint16_t, 256> kIq3xxsLevelCodes;
+extern const std::array<uint16_t, 512> kIq3sLevelCodes;
+extern const std::array<uint16_t, 2048> kIq1sLevelCodes;
+
 // IQ2 and IQ3_XXS store the signs of 8 values in 7 bits: bit j set means value j is negative,
 // and the implied eighth bit makes the number of negative values even.
 constexpr uint8_t iq_signs_from_7_bits(unsigned bits) {

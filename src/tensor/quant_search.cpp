@@ -40,18 +40,18 @@ int nearest_table_index(const int8_t* values, float x) {
     return index;
 }
 
-float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
+float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L, const float* weights) {
     const SignedMax m = signed_max(n, x);
     if (m.abs_max < kGroupMaxEps) {
         std::fill(L, L + n, int8_t(0));
         return 0.f;
     }
-    // Weighted least squares over levels l for scale s: s = Σw·x·l / Σw·l², w = x².
+    // Weighted least squares over levels l for scale s: s = Σw·x·l / Σw·l² (w = x² by default).
     auto fit = [&](float iscale, float& sumlx, float& suml2) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; ++i) {
             const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = weights ? weights[i] : x[i] * x[i];
             sumlx += w * x[i] * l;
             suml2 += w * l * l;
         }
@@ -180,6 +180,72 @@ float search_asymmetric_scale(int n, const AsymmetricSearch& search, const float
     }
     *min_out = -min;
     return scale;
+}
+
+float search_positive_scale(int n, int nmax, const float* x, const float* weights, uint8_t* L) {
+    float max = 0;
+    for (int i = 0; i < n; ++i) max = max > x[i] ? max : x[i];
+    if (max < kGroupMaxEps) {
+        std::fill(L, L + n, uint8_t(0));
+        return 0.f;
+    }
+    // The levels are stored as uint8 as ggml stores them: x may hold one negative value (an IQ2
+    // sign flip), whose level wraps there, and the wrapped value is what the errors below use.
+    float iscale = nmax / max;
+    for (int i = 0; i < n; ++i) L[i] = uint8_t(nearest_int(iscale * x[i]));
+    float best_mse = 0;
+    {
+        const float scale = 1 / iscale;
+        for (int i = 0; i < n; ++i) {
+            const float diff = x[i] - scale * L[i];
+            best_mse += weights[i] * diff * diff;
+        }
+    }
+    for (int is = -4; is <= 4; ++is) {
+        if (is == 0) continue;
+        const float iscale_is = (0.1f * is + nmax) / max;
+        const float scale_is = 1 / iscale_is;
+        float mse = 0;
+        for (int i = 0; i < n; ++i) {
+            const int l = std::min(nmax, nearest_int(iscale_is * x[i]));
+            const float diff = x[i] - scale_is * l;
+            mse += weights[i] * diff * diff;
+        }
+        if (mse < best_mse) {
+            best_mse = mse;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int l = std::min(nmax, nearest_int(iscale * x[i]));
+        L[i] = uint8_t(l);
+        sumlx += weights[i] * x[i] * l;
+        suml2 += weights[i] * l * l;
+    }
+    for (int pass = 0; pass < 5; ++pass) {
+        int n_changed = 0;
+        for (int i = 0; i < n; ++i) {
+            const float w = weights[i];
+            float slx = sumlx - w * x[i] * L[i];
+            float sl2 = suml2 - w * L[i] * L[i];
+            if (slx > 0 && sl2 > 0) {
+                const int new_l = std::min(nmax, nearest_int(x[i] * sl2 / slx));
+                if (new_l != L[i]) {
+                    slx += w * x[i] * new_l;
+                    sl2 += w * new_l * new_l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = uint8_t(new_l);
+                        sumlx = slx;
+                        suml2 = sl2;
+                        ++n_changed;
+                    }
+                }
+            }
+        }
+        if (n_changed == 0) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
 }  // namespace k3::tensor

@@ -31,9 +31,10 @@ inline int32_t truncate_like_x86(float value) {
 // the upper entry (2x is compared with the sum of neighbours, both exact in f32).
 int nearest_table_index(const int8_t* values, float x);
 
-// Symmetric levels l in [-nmax, nmax) for n values with weights x², trying 19 scales around
-// nmax/max|x| (ggml make_qx_quants, rmse_type 1). Writes L = l + nmax; returns the scale.
-float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L);
+// Symmetric levels l in [-nmax, nmax) for n values with weights x² (or `weights` if given),
+// trying 19 scales around nmax/max|x| (ggml make_qx_quants, rmse_type 1). Writes L = l + nmax;
+// returns the scale.
+float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L, const float* weights = nullptr);
 
 // As above with iterative per-value refinement (ggml make_q3_quants with do_rmse). L = l + nmax.
 float search_symmetric_scale_refined(int n, int nmax, const float* x, int8_t* L);
@@ -50,5 +51,10 @@ struct AsymmetricSearch {
 };
 float search_asymmetric_scale(int n, const AsymmetricSearch& search, const float* x,
                               const float* weights, uint8_t* L, float* min_out);
+
+// Levels l in [0, nmax] for non-negative x with importance weights: x ≈ scale·l (ggml
+// make_qp_quants). Tries 9 scales around nmax/max, then moves one level at a time while the
+// weighted fit improves. Writes L and returns the scale.
+float search_positive_scale(int n, int nmax, const float* x, const float* weights, uint8_t* L);
 
 }  // namespace k3::tensor

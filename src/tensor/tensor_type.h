@@ -20,6 +20,8 @@ enum class Type : uint32_t {
 
 using DequantizeRow = void (*)(const void* blocks, float* out, int64_t n);
 using QuantizeRow = void (*)(const float* in, void* blocks, int64_t n);
+// importance: one weight per element of the row (an imatrix column), as llama-quantize passes it.
+using QuantizeRowWeighted = void (*)(const float* in, void* blocks, int64_t n, const float* importance);
 
 struct TypeTraits {
     Type type;
@@ -27,8 +29,18 @@ struct TypeTraits {
     uint32_t block_size;             // elements per block (1 for plain scalars)
     uint32_t block_bytes;            // bytes per block
     DequantizeRow dequantize_row;    // null: k3 cannot decode this type (yet)
-    QuantizeRow quantize_row;        // null: k3 cannot produce this type
+    QuantizeRow quantize_row;        // null: k3 cannot produce this type without importance weights
+    QuantizeRowWeighted quantize_row_weighted = nullptr;  // null: importance weights change nothing
 };
+
+// Whether the type can be produced with importance weights only (ggml's
+// ggml_quantize_requires_imatrix: IQ2_XXS, IQ2_XS, IQ1_S).
+inline bool requires_importance(const TypeTraits& t) { return !t.quantize_row && t.quantize_row_weighted; }
+// Whether k3 can produce the type at all (given importance weights where it needs them).
+inline bool can_quantize(const TypeTraits& t) { return t.quantize_row || t.quantize_row_weighted; }
+// Quantises one row with importance weights where the type uses them (importance may be null
+// for a type that does not require them).
+void quantize_row(const TypeTraits& t, const float* in, void* blocks, int64_t n, const float* importance);
 
 // Traits of a ggml type id read from a file; null if k3 does not know the id at all.
 const TypeTraits* find_type(uint32_t id);

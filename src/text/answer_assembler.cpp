@@ -4,14 +4,6 @@
 
 namespace k3::text {
 
-namespace {
-
-bool is_markup_marker(std::string_view text) {
-    return text == kOpenMarker || text == kCloseMarker || text == kSepMarker || text == kEndOfMessageMarker;
-}
-
-}  // namespace
-
 AnswerAssembler::AnswerAssembler(const Tokenizer& tokenizer, AnswerOptions options)
     : tokenizer_(tokenizer),
       detokenizer_(tokenizer),

@@ -17,6 +17,11 @@ inline constexpr std::string_view kCloseMarker = "<|close|>";
 inline constexpr std::string_view kSepMarker = "<|sep|>";
 inline constexpr std::string_view kEndOfMessageMarker = "<|end_of_msg|>";
 
+// One of the four: control tokens the output parser reads, so kept even where others are hidden.
+inline bool is_markup_marker(std::string_view text) {
+    return text == kOpenMarker || text == kCloseMarker || text == kSepMarker || text == kEndOfMessageMarker;
+}
+
 struct MarkupEvent {
     enum class Kind { Text, Open, Close, EndOfMessage };
     Kind kind;

@@ -44,6 +44,7 @@ struct Tokenizer::Impl {
     void index_tokens() {
         const auto n = static_cast<int32_t>(vocab.tokens.size());
         bytes_of.resize(static_cast<size_t>(n));
+        normal_ids.reserve(static_cast<size_t>(n));
         byte_ids.fill(-1);
         for (int32_t id = 0; id < n; ++id) {
             const std::string& text = vocab.tokens[static_cast<size_t>(id)];

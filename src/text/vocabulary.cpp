@@ -91,16 +91,17 @@ Vocabulary read_vocabulary(const gguf::GgufFile& file) {
     Vocabulary vocab;
     vocab.model = require_string("tokenizer.ggml.model");
     vocab.pre_tokenizer = file.get_string("tokenizer.ggml.pre").value_or("default");
-    // A vocabulary larger than the model's embedding is not this model's: refused before its
-    // strings are copied and indexed (a small file can hold millions of them).
+    // A vocabulary larger than the model's embedding or output is not this model's: refused
+    // before its strings are decoded and indexed (a small file can hold millions of them).
     const gguf::Value* listed = file.find("tokenizer.ggml.tokens");
-    const gguf::TensorInfo* embedding = file.find_tensor("token_embd.weight");
-    if (listed && std::holds_alternative<gguf::Array>(listed->data) && embedding && embedding->ne.size() >= 2) {
-        const size_t n_listed = std::get<gguf::Array>(listed->data).items.size();
-        if (n_listed > static_cast<uint64_t>(embedding->ne[1]))
-            throw Error(file.path() + ": tokenizer.ggml.tokens lists " + std::to_string(n_listed) +
-                        " tokens, more than the " + std::to_string(embedding->ne[1]) +
-                        " rows of token_embd.weight");
+    if (listed && std::holds_alternative<gguf::Array>(listed->data)) {
+        const uint64_t n_listed = std::get<gguf::Array>(listed->data).size();
+        for (const char* name : {"token_embd.weight", "output.weight"}) {
+            const gguf::TensorInfo* rows = file.find_tensor(name);
+            if (rows && rows->ne.size() >= 2 && n_listed > static_cast<uint64_t>(rows->ne[1]))
+                throw Error(file.path() + ": tokenizer.ggml.tokens lists " + std::to_string(n_listed) +
+                            " tokens, more than the " + std::to_string(rows->ne[1]) + " rows of " + name);
+        }
     }
     auto tokens = file.get_string_array("tokenizer.ggml.tokens");
     if (!tokens || tokens->empty())

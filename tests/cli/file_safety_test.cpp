@@ -89,7 +89,8 @@ TEST(FileSafety, QuietPrintsNothing) {
 }
 
 // tiny-k3 is 64 wide (fixtures/README.md §1): no row is a whole number of q4_K's 256-element
-// blocks, so every tensor q4_K would get falls back to f16, and the report says so for each.
+// blocks, so every tensor q4_K would get falls back (to q5_0 as llama-quantize's does, or f16), and
+// the report says so for each.
 TEST(FileSafety, QuantizeReportsTypeChangesFallbacksAndSizes) {
     testing::ScratchDir dir;
     const std::string in_path = fixture("tiny-k3/model.gguf"), out_path = dir.file("q4k.gguf");
@@ -103,6 +104,9 @@ TEST(FileSafety, QuantizeReportsTypeChangesFallbacksAndSizes) {
         const gguf::TensorInfo& before = in->tensors()[i];
         const gguf::TensorInfo& after = out->tensors()[i];
         EXPECT_NE(after.type, tensor::Type::Q4_K) << after.name;
+        if (after.type != before.type) {  // q5_0's blocks of 32, or f16 for rows they do not fit either
+            EXPECT_EQ(after.type, before.ne[0] % 32 == 0 ? tensor::Type::Q5_0 : tensor::Type::F16) << after.name;
+        }
         if (after.type == before.type) {
             EXPECT_EQ(r.err.find("  " + before.name + " "), std::string::npos) << before.name << " kept its type";
             continue;
@@ -120,7 +124,7 @@ TEST(FileSafety, QuantizeReportsTypeChangesFallbacksAndSizes) {
     ASSERT_GT(changed, 0u);
     EXPECT_NE(r.err.find(std::to_string(changed) + " of " + std::to_string(in->tensors().size()) + " tensors re-encoded, " +
                          std::to_string(in->tensors().size() - changed) + " kept their type, " + std::to_string(changed) +
-                         " fell back to f16"),
+                         " fell back to a type their rows fit"),
               std::string::npos)
         << r.err;
 }

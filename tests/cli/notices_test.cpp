@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,27 @@ TEST(Notices, SaveAndLoadWithoutAFileNameTheirUsage) {
     r = run_k3({"chat", "-m", model(), "-q"}, "/load \n");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("usage: /load FILE"), std::string::npos) << r.err;
+}
+
+// K3_ISA naming no level: the run goes on at the best level and says so once, with the same
+// logits as without it (the levels compute identical results).
+TEST(Notices, UnknownIsaLevelRunsTheBestLevelAndSaysSo) {
+    const testing::ScratchDir dir;
+    const auto eval = [&](const std::string& out) {
+        return run_k3({"eval", "-m", model(), "--tokens", "1,2,3", "--logits-out", dir.file(out), "-t", "2"});
+    };
+    const CommandResult plain = eval("plain.f32");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.err.find("K3_ISA"), std::string::npos) << plain.err;
+    ::setenv("K3_ISA", "avx9", 1);
+    const CommandResult r = eval("capped.f32");
+    ::unsetenv("K3_ISA");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string notice = "k3: K3_ISA=avx9 is not a level (scalar, avx2, avx512, amx); running ";
+    const size_t at = r.err.find(notice);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(notice, at + 1), std::string::npos) << "said once: " << r.err;
+    EXPECT_EQ(testing::read_bytes(dir.file("capped.f32")), testing::read_bytes(dir.file("plain.f32")));
 }
 
 }  // namespace

@@ -7,8 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
-#include <type_traits>
-#include <variant>
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_value.h"
@@ -18,24 +16,6 @@ namespace k3 {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool same_value(const gguf::Value& a, const gguf::Value& b) {
-    if (a.type != b.type || a.data.index() != b.data.index()) return false;
-    if (a.type != gguf::ValueType::ARRAY)
-        return std::visit(
-            [&](const auto& x) {
-                using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, gguf::Array>) return false;
-                else return x == std::get<T>(b.data);
-            },
-            a.data);
-    const auto& x = std::get<gguf::Array>(a.data);
-    const auto& y = std::get<gguf::Array>(b.data);
-    if (x.element_type != y.element_type || x.items.size() != y.items.size()) return false;
-    for (size_t i = 0; i < x.items.size(); ++i)
-        if (!same_value(x.items[i], y.items[i])) return false;
-    return true;
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -68,7 +48,7 @@ void compare_with_expected(const std::string& actual_path, const std::string& ex
             EXPECT_TRUE(informational.count(key)) << "missing metadata key " << key;
             continue;
         }
-        EXPECT_TRUE(same_value(*ours, value)) << key << ": got " << gguf::value_to_display(*ours) << ", expected "
+        EXPECT_TRUE(*ours == value) << key << ": got " << gguf::value_to_display(*ours) << ", expected "
                                               << gguf::value_to_display(value);
     }
     for (const auto& [key, value] : actual->metadata()) EXPECT_NE(expected->find(key), nullptr) << "extra metadata key " << key;

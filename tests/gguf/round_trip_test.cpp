@@ -8,6 +8,7 @@
 #include <random>
 
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_value.h"
 #include "gguf/gguf_writer.h"
 #include "support/test_support.h"
 #include "util/error.h"
@@ -51,26 +52,6 @@ std::vector<std::pair<std::string, Value>> all_value_types() {
     };
 }
 
-// Values compare by type and content, nested arrays recursively.
-bool same(const Value& a, const Value& b);
-bool same_items(const Array& a, const Array& b) {
-    if (a.element_type != b.element_type || a.items.size() != b.items.size()) return false;
-    for (size_t k = 0; k < a.items.size(); ++k)
-        if (!same(a.items[k], b.items[k])) return false;
-    return true;
-}
-bool same(const Value& a, const Value& b) {
-    if (a.type != b.type || a.data.index() != b.data.index()) return false;
-    if (a.type == ValueType::ARRAY) return same_items(std::get<Array>(a.data), std::get<Array>(b.data));
-    return std::visit(
-        [&](const auto& x) {
-            using T = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<T, Array>) return false;
-            else return x == std::get<T>(b.data);
-        },
-        a.data);
-}
-
 std::vector<uint8_t> random_bytes(size_t n, std::mt19937& rng) {
     std::vector<uint8_t> bytes(n);
     for (uint8_t& b : bytes) b = uint8_t(rng());
@@ -98,7 +79,7 @@ TEST(GgufRoundTrip, EveryValueTypeReadsBackExactly) {
     for (size_t k = 0; k < expected.size(); ++k) {
         EXPECT_EQ(file->metadata()[k].first, expected[k].first);
         if (expected[k].first == "t.u32") continue;
-        EXPECT_TRUE(same(file->metadata()[k].second, expected[k].second)) << expected[k].first;
+        EXPECT_TRUE(file->metadata()[k].second == expected[k].second) << expected[k].first;
     }
     EXPECT_EQ(file->get_uint("t.u32"), 17u);
     EXPECT_EQ(file->get_uint("t.u64"), std::numeric_limits<uint64_t>::max());

@@ -179,6 +179,22 @@ protected:
         }
         EXPECT_NEAR(want, exact, 32 * FLT_EPSILON * magnitude + offset_slack) << where;
     }
+    // matmul's native path (two threads) gives every (token, row) of `rows` weight rows times
+    // each count of the tokens x (rounded: act) exactly the scalar reference's value.
+    void expect_matmul_is_reference(const uint8_t* weights, size_t w_bytes, int64_t rows, const float* x, const uint8_t* act,
+                                    int64_t n, std::initializer_list<int64_t> token_counts) const {
+        const MatrixView w{traits_, weights, n, rows, w_bytes};
+        const size_t act_bytes = activation_row_bytes(format_, n);
+        ThreadPool pool(2);
+        for (int64_t count : token_counts) {
+            std::vector<float> y(size_t(count * rows));
+            matmul(pool, w, x, n, count, y.data(), rows, Numerics::native);
+            for (int64_t t = 0; t < count; ++t)
+                for (int64_t r = 0; r < rows; ++r)
+                    ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(reference_(weights + r * w_bytes, act + t * act_bytes, n)))
+                        << "matmul, n " << n << ", " << count << " tokens, token " << t << " row " << r;
+        }
+    }
     void dequantized_activations(const uint8_t* act, float* a, int64_t n) const {
         for (int64_t b = 0; b < n / 32; ++b) {
             const size_t stride = activation_block_bytes(format_);
@@ -287,15 +303,69 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
                         }
                 }
         }
-    const MatrixView w{traits_, weights.data(), n, rows, w_bytes};
-    ThreadPool pool(2);
-    for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
-        std::vector<float> y(size_t(count * rows));
-        matmul(pool, w, x.data(), n, count, y.data(), rows, Numerics::native);
-        for (int64_t t = 0; t < count; ++t)
-            for (int64_t r = 0; r < rows; ++r)
-                ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
-                    << count << " tokens, token " << t << " row " << r;
+    expect_matmul_is_reference(weights.data(), w_bytes, rows, x.data(), act.data(), n, {1, 2, tokens});
+}
+
+// The AMX tile kernel gives every (row, token) exactly the scalar reference's value for row
+// counts around its 16-row tiles and token counts around its 16-token groups, on random block
+// bytes (every level and sign, Q8_0's -128) and row widths that leave each of the eight slots
+// one to five blocks; matmul's AMX path (four tokens and more) the same.
+TEST_P(IntDot, AmxTilesEqualTheScalarReference) {
+    const IntDotAmxFn dot_amx = int_dot_amx_kernel(traits_->type);
+    if (format_ != ActivationFormat::q8_0) {
+        EXPECT_EQ(dot_amx, nullptr) << "the offset formats have no AMX kernel";
+        return;
+    }
+    if (!amx_supported()) GTEST_SKIP() << "this CPU (or its OS) has no AMX-INT8 tiles";
+    ASSERT_NE(dot_amx, nullptr);
+    std::mt19937 rng(91);
+    const int64_t max_rows = 37, max_tokens = 40;
+    for (int64_t n : {int64_t(32 * 5), int64_t(32 * 37)}) {
+        const size_t w_bytes = tensor::row_bytes(*traits_, n);
+        std::vector<uint8_t> weights(w_bytes * max_rows);
+        for (uint8_t& b : weights) b = uint8_t(rng());
+        for (int64_t r = 0; r < max_rows; ++r)
+            for (int64_t b = 0; b < n / 32; ++b) {
+                uint8_t* block = weights.data() + r * w_bytes + b * traits_->block_bytes;
+                if (traits_->type == tensor::Type::MXFP4) {
+                    block[0] = uint8_t(100 + rng() % 50);
+                } else {
+                    const uint16_t h = tensor::f32_to_f16(std::ldexp(float(int(rng() % 2001) - 1000), -10));
+                    std::memcpy(block, &h, 2);
+                }
+            }
+        const size_t act_bytes = activation_row_bytes(format_, n);
+        std::vector<float> x;
+        std::vector<uint8_t> act(act_bytes * max_tokens);
+        for (int64_t t = 0; t < max_tokens; ++t) {
+            const std::vector<float> xt = test_row(n, uint32_t(500 + t));
+            activation_quantizer(format_, Isa::scalar)(xt.data(), act.data() + t * act_bytes, n);
+            x.insert(x.end(), xt.begin(), xt.end());
+        }
+        const size_t group_bytes = amx_group_bytes(n);
+        std::vector<uint8_t> groups(group_bytes * size_t((max_tokens + kAmxTokens - 1) / kAmxTokens));
+        for (int64_t t0 = 0; t0 < max_tokens; t0 += kAmxTokens)
+            pack_act_amx(act.data() + t0 * act_bytes, act_bytes, std::min<int64_t>(kAmxTokens, max_tokens - t0), n,
+                         groups.data() + t0 / kAmxTokens * group_bytes);
+        std::vector<std::byte> scratch(amx_scratch_bytes(n) + 64);
+        void* const aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+        const int64_t y_stride = max_rows + 3;
+        for (int64_t rows : {int64_t(1), int64_t(5), int64_t(16), int64_t(17), max_rows})
+            for (int64_t tokens : {int64_t(1), int64_t(4), int64_t(15), int64_t(16), int64_t(17), max_tokens}) {
+                std::vector<float> y(size_t(tokens * y_stride), -1.0f);
+                dot_amx(weights.data(), w_bytes, rows, groups.data(), group_bytes, tokens, n, y.data(), y_stride, aligned);
+                for (int64_t t = 0; t < tokens; ++t)
+                    for (int64_t r = 0; r < y_stride; ++r) {
+                        const float got = y[size_t(t * y_stride + r)];
+                        if (r >= rows) {
+                            ASSERT_EQ(got, -1.0f) << "wrote past " << rows << " rows";
+                            continue;
+                        }
+                        ASSERT_EQ(bits_of(got), bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
+                            << "n " << n << ", " << rows << " rows, " << tokens << " tokens, row " << r << " token " << t;
+                    }
+            }
+        if (amx_enabled()) expect_matmul_is_reference(weights.data(), w_bytes, max_rows, x.data(), act.data(), n, {4, 17, max_tokens});
     }
 }
 

@@ -5,14 +5,23 @@
 // a corrupt or foreign file in the folder is ignored. (Scheduler slots: tests/runtime.)
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
+#include <mutex>
 
+#include "gguf/gguf_file.h"
 #include "model/fixture_cases.h"
+#include "model/hparams.h"
 #include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/generation.h"
+#include "runtime/memory_budget.h"
 #include "runtime/prefix_cache.h"
+#include "runtime/prefix_cache_disk.h"
+#include "runtime/session.h"
 #include "runtime/session_file.h"
 #include "support/test_support.h"
 #include "util/error.h"
@@ -144,6 +153,7 @@ TEST_F(PrefixCacheTest, DiskTierSurvivesARestartAndIgnoresCorruptOrForeignFiles)
         PrefixCache cache(*engine_, {.dir = dir.path()});
         CachedSession session(*engine_, &cache);
         expect_as_cold(session, prompt);
+        cache.flush_disk();
         EXPECT_GT(cache.stats().disk_entries, 0u);
     }
     std::string checkpoint_file;
@@ -173,6 +183,154 @@ TEST_F(PrefixCacheTest, DiskTierSurvivesARestartAndIgnoresCorruptOrForeignFiles)
     PrefixCache restarted(*engine_, {.dir = dir.path()});
     CachedSession session(*engine_, &restarted);
     EXPECT_EQ(expect_as_cold(session, longer), 0);  // nothing trustworthy matches: computed cold
+}
+
+TEST_F(PrefixCacheTest, TheDefaultMemoryIsCountedIntoTheBudget) {
+    constexpr uint64_t GiB = uint64_t(1) << 30, MiB = uint64_t(1) << 20;
+    const uint64_t model_and_working =
+        std::filesystem::file_size(fixture_->model_path) +
+        estimate_working_bytes(model::HParams::from_gguf(*gguf::GgufFile::open(fixture_->model_path)));
+    auto cache_bytes = [&](uint64_t budget, std::optional<uint64_t> given) {
+        EngineOptions options;
+        options.n_threads = 1;
+        options.residency.mem_budget = budget;
+        options.residency.prompt_cache_bytes = given;
+        const std::unique_ptr<Engine> engine = Engine::load(fixture_->model_path, options);
+        EXPECT_FALSE(engine->expert_cache_counters()) << "the model fits, with the cache";
+        EXPECT_EQ(PrefixCache(*engine, {}).ram_bytes(), engine->prompt_cache_bytes());
+        return engine->prompt_cache_bytes();
+    };
+    EXPECT_EQ(cache_bytes(0, {}), 8 * GiB) << "no budget: llama-server's default";
+    EXPECT_EQ(cache_bytes(model_and_working + 100 * MiB, {}), 100 * MiB) << "what the model leaves";
+    EXPECT_EQ(cache_bytes(model_and_working + 64 * GiB, {}), 8 * GiB) << "at most 8 GiB";
+    EXPECT_EQ(cache_bytes(model_and_working + 100 * MiB, 50 * MiB), 50 * MiB) << "--cache-ram given";
+}
+
+TEST_F(PrefixCacheTest, StatesCapturedInsideAPassResumeAsCold) {
+    const std::vector<int32_t> prompt = concat({system(), message(1)});
+    std::unique_ptr<Session> session = engine_->new_session();
+    SequenceInput input;
+    input.session = session.get();
+    input.tokens = prompt;
+    input.capture_at = {16, 64, 128};
+    engine_->decode(std::span(&input, 1));
+    ASSERT_EQ(input.captured.size(), 3u);
+    const std::vector<float> cold = engine_->new_session()->eval(prompt);
+    for (size_t i = 0; i < 3; ++i) {
+        const SessionSnapshot& captured = input.captured[i];
+        const int64_t at = input.capture_at[i];
+        ASSERT_EQ(captured->sequence.position, at);
+        ASSERT_EQ(captured->tokens, std::vector<int32_t>(prompt.begin(), prompt.begin() + at));
+        std::unique_ptr<Session> resumed = engine_->new_session();
+        resumed->restore(captured);
+        const std::vector<float> logits = resumed->eval(std::span(prompt).subspan(size_t(at)));
+        const float diff = testing::max_abs_diff(logits.data(), cold.data(), fixture_->n_vocab);
+        EXPECT_LE(diff, kCacheTolerance) << "resumed at " << at;
+        max_diff_ = std::max(max_diff_, diff);
+    }
+    // The pass itself ends where an uncaptured one does.
+    const std::vector<float> passed(input.logits.begin(), input.logits.begin() + fixture_->n_vocab);
+    EXPECT_EQ(testing::max_abs_diff(passed.data(), cold.data(), fixture_->n_vocab), 0.0f);
+    std::unique_ptr<Session> other = engine_->new_session();
+    input.session = other.get();
+    input.capture_at = {int64_t(prompt.size()) / 16 * 16 + 16};
+    EXPECT_THROW(engine_->decode(std::span(&input, 1)), Error) << "a capture past the pass's end";
+    input.capture_at = {24};
+    EXPECT_THROW(engine_->decode(std::span(&input, 1)), Error) << "a capture off the KDA chunks";
+}
+
+// The disk tier on its own: states of the fixture's prompts, each file about the same size.
+class PrefixCacheDiskTest : public PrefixCacheTest {
+protected:
+    static SessionSnapshot state_of(std::span<const int32_t> tokens) {
+        std::unique_ptr<Session> session = engine_->new_session();
+        session->eval(tokens);
+        return session->snapshot();
+    }
+    static std::vector<SessionSnapshot> states(size_t n) {
+        std::vector<SessionSnapshot> out;
+        for (size_t i = 0; i < n; ++i) out.push_back(state_of(system().subspan(0, 64 + 16 * i)));
+        return out;
+    }
+    static uint64_t file_bytes(const SessionSnapshot& state) {
+        testing::ScratchDir dir;
+        return write_session_file(dir.file("probe.k3state"), *state, engine_->identity());
+    }
+};
+
+TEST_F(PrefixCacheDiskTest, WritesWaitForNoOneAndFinishBeforeShutdown) {
+    testing::ScratchDir dir;
+    const std::vector<SessionSnapshot> all = states(3);
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> written = 0;
+    {
+        // The listener runs on the writer thread: holding it there stalls the disk, not write().
+        PrefixCacheDisk disk(dir.path(), uint64_t(1) << 30, uint64_t(1) << 30, engine_->identity(),
+                             [&](std::span<const int32_t>, const std::string&, bool present) {
+                                 if (present && written++ == 0) released.wait();
+                             });
+        disk.scan();
+        const auto start = std::chrono::steady_clock::now();
+        for (const SessionSnapshot& state : all) disk.write(state);
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.5)
+            << "write() waited for the disk";
+        // A state still queued loads from memory.
+        EXPECT_EQ(disk.load(disk.path_for(all[2]->tokens), *engine_)->tokens, all[2]->tokens);
+        release.set_value();
+    }  // the destructor finishes the queue
+    EXPECT_EQ(written.load(), 3);
+    PrefixCacheDisk again(dir.path(), uint64_t(1) << 30, uint64_t(1) << 30, engine_->identity(),
+                          [](std::span<const int32_t>, const std::string&, bool) {});
+    EXPECT_EQ(again.scan().size(), 3u);
+}
+
+TEST_F(PrefixCacheDiskTest, TheBudgetDeletesTheLeastRecentlyUsedFiles) {
+    testing::ScratchDir dir;
+    const std::vector<SessionSnapshot> all = states(4);
+    const uint64_t budget = file_bytes(all[2]) + file_bytes(all[3]);  // any two files fit, no three
+    ASSERT_GT(file_bytes(all[0]) + file_bytes(all[1]), file_bytes(all[3]));
+    std::vector<std::string> deleted;
+    std::mutex mutex;
+    auto listener = [&](std::span<const int32_t>, const std::string& path, bool present) {
+        std::lock_guard lock(mutex);
+        if (!present) deleted.push_back(path);
+    };
+    PrefixCacheDisk disk(dir.path(), budget, budget, engine_->identity(), listener);
+    disk.scan();
+    for (size_t i = 0; i < 3; ++i) {
+        disk.write(all[i]);
+        disk.flush();
+    }
+    EXPECT_EQ(deleted, std::vector<std::string>{disk.path_for(all[0]->tokens)});
+    disk.load(disk.path_for(all[1]->tokens), *engine_);  // now 2 is the least recently used
+    disk.write(all[3]);
+    disk.flush();
+    EXPECT_EQ(deleted.back(), disk.path_for(all[2]->tokens));
+    EXPECT_EQ(disk.files(), 2u);
+    EXPECT_LE(disk.bytes(), budget);
+    EXPECT_FALSE(std::filesystem::exists(disk.path_for(all[0]->tokens)));
+    EXPECT_FALSE(std::filesystem::exists(disk.path_for(all[2]->tokens)));
+
+    // After a restart with a smaller budget the older of the two goes (their times say which).
+    PrefixCacheDisk smaller(dir.path(), file_bytes(all[3]), budget, engine_->identity(), listener);
+    const std::vector<PrefixCacheDisk::File> kept = smaller.scan();
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].tokens, all[3]->tokens);
+}
+
+TEST_F(PrefixCacheTest, APromptPartingFromACachedOneLeavesACheckpointAtTheBranch) {
+    PrefixCache cache(*engine_, {});
+    // No boundaries given; the first prompt's checkpoints all lie past the system prompt.
+    CachedSession first(*engine_, &cache);
+    ASSERT_GT(int64_t(system().size() + message(1).size() - 1) / 16 * 16, int64_t(system().size()));
+    expect_as_cold(first, concat({system(), message(1)}));
+    // Parts from the first after the system prompt: nothing to resume from, but it stores a
+    // checkpoint at the branch, which the third resumes from.
+    CachedSession second(*engine_, &cache);
+    EXPECT_EQ(expect_as_cold(second, concat({system(), message(2)})), 0);
+    CachedSession third(*engine_, &cache);
+    EXPECT_EQ(expect_as_cold(third, concat({system(), message(0)})), int64_t(system().size()) / 16 * 16);
 }
 
 }  // namespace

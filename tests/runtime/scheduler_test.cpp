@@ -154,33 +154,41 @@ std::vector<int32_t> conversation(const nlohmann::json& cases, size_t question) 
     return prompt;
 }
 
+// The greedy tokens after `prompt` computed cold, by a scheduler of its own that caches nothing.
+std::vector<int32_t> greedy_cold(const runtime::Engine& engine, std::vector<int32_t> prompt, int64_t max_tokens) {
+    runtime::Scheduler cold(engine, {.ctx_size = 512});
+    runtime::GenerationRequest alone = greedy(std::move(prompt), max_tokens);
+    alone.cache_prompt = false;
+    return runtime::generate(cold, alone, [](const runtime::SampledToken&) { return true; }).tokens;
+}
+
 TEST_F(SchedulerTest, RequestsResumeFromTheCacheWithSeveralSlotsBusy) {
     const nlohmann::json cases = nlohmann::json::parse(read_text(fixture("tiny-k3/cases.json")))["cases"];
     const int64_t system = int64_t(cases[2]["prompt"].size());
     runtime::Scheduler scheduler(*engine_, {.n_slots = 3, .ctx_size = 512, .queue_capacity = 8, .prefill_chunk = 64});
     auto first = std::make_shared<CollectingSink>();
-    runtime::GenerationRequest request = greedy(conversation(cases, 3), 8);
+    runtime::GenerationRequest request = greedy(conversation(cases, 2), 8);
     request.boundaries = {system};
     ASSERT_NE(scheduler.submit(request, first), nullptr);
     EXPECT_EQ(first->wait().n_cached, 0);
 
+    // Questions that share nothing with each other beyond the system prompt (case 1 is the start
+    // of case 2, so two of them sharing more would resume from each other's checkpoints, or not,
+    // depending on which slot started first).
+    const size_t questions[] = {0, 1, 3};
     std::vector<std::shared_ptr<CollectingSink>> sinks;
-    for (size_t i = 0; i < 3; ++i) {
+    for (size_t i : questions) {
         sinks.push_back(std::make_shared<CollectingSink>());
         runtime::GenerationRequest next = greedy(conversation(cases, i), 8);
         next.boundaries = {system};
         ASSERT_NE(scheduler.submit(next, sinks.back()), nullptr);
     }
-    for (size_t i = 0; i < 3; ++i) {
-        const GenerationSummary summary = sinks[i]->wait();
+    for (size_t k = 0; k < 3; ++k) {
+        const GenerationSummary summary = sinks[k]->wait();
         EXPECT_EQ(summary.n_cached, system / 16 * 16) << "the system prompt's checkpoint";
         // The same greedy tokens as the prompt computed cold.
-        runtime::Scheduler cold(*engine_, {.ctx_size = 512});
-        runtime::GenerationRequest alone = greedy(conversation(cases, i), 8);
-        alone.cache_prompt = false;
-        const std::vector<int32_t> expected =
-            runtime::generate(cold, alone, [](const runtime::SampledToken&) { return true; }).tokens;
-        EXPECT_EQ(sinks[i]->tokens(), expected) << "question " << i;
+        EXPECT_EQ(sinks[k]->tokens(), greedy_cold(*engine_, conversation(cases, questions[k]), 8))
+            << "question " << questions[k];
     }
     EXPECT_EQ(scheduler.stats().cached_prompt_tokens, uint64_t(3 * (system / 16 * 16)));
     for (const runtime::SlotInfo& slot : scheduler.slots()) {
@@ -194,6 +202,27 @@ TEST_F(SchedulerTest, RequestsResumeFromTheCacheWithSeveralSlotsBusy) {
     plain.cache_prompt = false;
     ASSERT_NE(scheduler.submit(plain, uncached), nullptr);
     EXPECT_EQ(uncached->wait().n_cached, 0);
+}
+
+TEST_F(SchedulerTest, CheckpointsInsideAPromptPassAreCapturedAndResumeAsCold) {
+    const nlohmann::json cases = nlohmann::json::parse(read_text(fixture("tiny-k3/cases.json")))["cases"];
+    const int64_t system = int64_t(cases[2]["prompt"].size());
+    // One pass per prompt (the default prefill chunk): the checkpoints at the message boundary
+    // and at the branch from a cached prompt fall inside it.
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 1, .ctx_size = 512});
+    auto run = [&](size_t question, std::vector<int64_t> boundaries) {
+        auto sink = std::make_shared<CollectingSink>();
+        runtime::GenerationRequest request = greedy(conversation(cases, question), 4);
+        request.boundaries = std::move(boundaries);
+        EXPECT_NE(scheduler.submit(request, sink), nullptr);
+        const GenerationSummary summary = sink->wait();
+        EXPECT_EQ(sink->tokens(), greedy_cold(*engine_, conversation(cases, question), 4)) << "question " << question;
+        return summary.n_cached;
+    };
+    EXPECT_EQ(run(1, {}), 0);
+    EXPECT_EQ(run(3, {}), 0) << "parts from the first after the system prompt: a checkpoint at the branch";
+    EXPECT_EQ(run(0, {}), system / 16 * 16);
+    EXPECT_EQ(run(0, {system + 2}), system / 16 * 16) << "an exact repeat resumes near its end";
 }
 
 TEST_F(SchedulerTest, SlotFilesSaveRestoreAndErase) {

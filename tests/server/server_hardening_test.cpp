@@ -243,29 +243,58 @@ TEST(ServerHardening, AClientThatHalfClosesAfterItsRequestStillGetsTheWholeStrea
     EXPECT_EQ(server.stop(), 0);
 }
 
-TEST(ServerHardening, SigtermMidStreamEndsWithAShutdownError) {
+// The payloads of a long stream on `path` that a SIGTERM cuts after its first event; the server
+// must still exit 0.
+std::vector<std::string> stream_cut_by_sigterm(const std::string& path, const json& request) {
     ServerProcess server(kModel, {"--ctx-size", "4096"});
-    const json request = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3800},
-                          {"ignore_eos", true}, {"stream", true}};
-    const int fd = send_request(server.port(), "/v1/chat/completions", request.dump());
+    const int fd = send_request(server.port(), path, request.dump());
     std::string seen;
     char buffer[4096];
     while (seen.find("data: ") == std::string::npos) {
         const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
-        ASSERT_GT(n, 0) << "no stream: " << seen;
+        if (n <= 0) {
+            ADD_FAILURE() << "no stream: " << seen;
+            break;
+        }
         seen.append(buffer, size_t(n));
     }
     kill(server.pid(), SIGTERM);
     for (ssize_t n; (n = recv(fd, buffer, sizeof buffer, 0)) > 0;) seen.append(buffer, size_t(n));
     close(fd);
-    const std::vector<std::string> events = sse_events(seen);
+    EXPECT_EQ(server.wait_for_exit(), 0);
+    return sse_events(seen);
+}
+
+TEST(ServerHardening, SigtermMidStreamEndsWithAShutdownError) {
+    const json request = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3800},
+                          {"ignore_eos", true}, {"stream", true}};
+    const std::vector<std::string> events = stream_cut_by_sigterm("/v1/chat/completions", request);
     ASSERT_GE(events.size(), 2u);
     EXPECT_EQ(events.back(), "[DONE]");
     const json last = json::parse(events[events.size() - 2]);
     EXPECT_EQ(last["error"]["code"], "server_shutdown") << last.dump();
     for (const std::string& event : events)
         EXPECT_EQ(event.find("\"finish_reason\":\"stop\""), std::string::npos) << "a cut stream read as a stop";
-    EXPECT_EQ(server.wait_for_exit(), 0);
+}
+
+// The agent APIs end a cut stream with their own error event, never with their normal end.
+TEST(ServerHardening, SigtermMidStreamEndsAgentStreamsWithAnErrorEvent) {
+    const json messages = {{{"role", "user"}, {"content", "hi"}}};
+    std::vector<std::string> events =
+        stream_cut_by_sigterm("/v1/messages", {{"messages", messages}, {"max_tokens", 3800}, {"stream", true}});
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_EQ(json::parse(events.front())["type"], "message_start");
+    EXPECT_EQ(json::parse(events.back()),
+              json::parse(R"({"type": "error", "error": {"type": "overloaded_error",
+                              "message": "generation cut short: the server is shutting down"}})"));
+
+    events = stream_cut_by_sigterm("/v1/responses", {{"input", "hi"}, {"max_output_tokens", 3800}, {"stream", true}});
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_EQ(json::parse(events.front())["type"], "response.created");
+    const json last = json::parse(events.back());
+    EXPECT_EQ(last["type"], "error");
+    EXPECT_EQ(last["code"], "server_shutdown");
+    EXPECT_EQ(last["sequence_number"], events.size() - 1);
 }
 
 // The worker pool's bounds, in process: one worker, no queue, a handler held until released.

@@ -1,6 +1,7 @@
 #include "server/server_harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,7 +11,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -18,7 +22,8 @@ extern char** environ;
 
 namespace k3::testing {
 
-ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& args) {
+ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& args,
+                             const std::string& stderr_path) {
     std::vector<std::string> argv_strings = {K3_BINARY, "serve", "-m", model, "--port", "0", "-t", "2"};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -30,6 +35,8 @@ ServerProcess::ServerProcess(const std::string& model, const std::vector<std::st
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_addclose(&actions, out[0]);
+    if (!stderr_path.empty())
+        posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int rc = posix_spawn(&pid_, K3_BINARY, &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
@@ -158,6 +165,29 @@ std::vector<std::string> sse_events(const std::string& body) {
         pos = end;
     }
     return events;
+}
+
+std::string node_test_unavailable(const std::vector<std::string>& packages) {
+    if (std::system("node --version > /dev/null 2>&1") != 0)
+        return "node is not installed (scripts/install-deps.sh installs nodejs)";
+    const std::string modules = std::string(K3_SOURCE_DIR) + "/tests/node/node_modules/";
+    for (const std::string& package : packages)
+        if (!std::filesystem::exists(modules + package + "/package.json"))
+            return "npm package " + package + " missing: run scripts/install-test-deps.sh";
+    return {};
+}
+
+NodeTestResult run_node_test(const std::string& script, const std::vector<std::string>& args) {
+    std::string command = "node '" + std::string(K3_SOURCE_DIR) + "/tests/node/" + script + "' '" + K3_BINARY + "'";
+    for (const std::string& arg : args) command += " '" + arg + "'";
+    command += " 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) throw std::runtime_error("cannot run " + command);
+    NodeTestResult result;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
+    result.status = pclose(pipe);
+    return result;
 }
 
 }  // namespace k3::testing

@@ -13,7 +13,8 @@ namespace k3::testing {
 class ServerProcess {
 public:
     // Runs `k3 serve -m MODEL --port 0 -t 2 ARGS...` and waits for its "listening on" line.
-    ServerProcess(const std::string& model, const std::vector<std::string>& args);
+    // `stderr_path`: a file its stderr goes to (empty: this process's stderr).
+    ServerProcess(const std::string& model, const std::vector<std::string>& args, const std::string& stderr_path = {});
     ~ServerProcess();  // stops it if still running
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;
@@ -55,5 +56,17 @@ HttpReply read_reply(int fd);
 
 // The `data:` payloads of a server-sent-event body, in order.
 std::vector<std::string> sse_events(const std::string& body);
+
+// Why a node test (tests/node) cannot run here: node or one of `packages` (tests/node/node_modules,
+// from scripts/install-test-deps.sh) is missing; empty when it can.
+std::string node_test_unavailable(const std::vector<std::string>& packages);
+
+// Runs `node tests/node/SCRIPT K3_BINARY ARGS...`; returns its exit status and its stdout and
+// stderr together (in `out`).
+struct NodeTestResult {
+    int status = -1;
+    std::string out;
+};
+NodeTestResult run_node_test(const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace k3::testing

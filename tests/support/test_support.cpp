@@ -52,8 +52,8 @@ ScratchDir::~ScratchDir() {
 namespace {
 
 // `signal` 0: none. Otherwise sent once `ready()` is true, or pending from exec without `ready`.
-CommandResult run_k3_with(const std::vector<std::string>& args, const std::string& stdin_text, int signal,
-                          const std::function<bool()>& ready) {
+CommandResult run_with(const std::string& binary, const std::vector<std::string>& args, const std::string& stdin_text,
+                       int signal, const std::function<bool()>& ready) {
     int in_pipe[2], out_pipe[2], err_pipe[2];
     if (pipe(in_pipe) || pipe(out_pipe) || pipe(err_pipe)) throw std::runtime_error("pipe failed");
     pid_t pid = fork();
@@ -70,9 +70,8 @@ CommandResult run_k3_with(const std::vector<std::string>& args, const std::strin
         dup2(err_pipe[1], 2);
         for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
         std::vector<char*> argv;
-        std::string binary = K3_BINARY;
-        argv.push_back(binary.data());
         std::vector<std::string> copies = args;
+        copies.insert(copies.begin(), binary);
         for (std::string& a : copies) argv.push_back(a.data());
         argv.push_back(nullptr);
         execv(binary.c_str(), argv.data());
@@ -133,11 +132,15 @@ CommandResult run_k3_with(const std::vector<std::string>& args, const std::strin
 }  // namespace
 
 CommandResult run_k3(const std::vector<std::string>& args, const std::string& stdin_text) {
-    return run_k3_with(args, stdin_text, 0, {});
+    return run_with(K3_BINARY, args, stdin_text, 0, {});
+}
+
+CommandResult run_program(const std::string& binary, const std::vector<std::string>& args) {
+    return run_with(binary, args, {}, 0, {});
 }
 
 CommandResult run_k3_interrupted(const std::vector<std::string>& args, int signal, std::function<bool()> ready) {
-    return run_k3_with(args, {}, signal, ready);
+    return run_with(K3_BINARY, args, {}, signal, ready);
 }
 
 }  // namespace k3::testing

@@ -1,7 +1,8 @@
 // The community quantization types against fixtures/quants (llama.cpp's own bytes and decoded
 // values for one 64 × 512 matrix): decoding must match bit for bit, and quantizing source.f32
 // must reproduce llama-quantize's bytes (no importance matrix). fixtures/quants-imatrix holds the
-// same matrix quantised with importance weights, in every low-bit type too: decoding must match.
+// same matrix quantised with importance weights, in every low-bit type too: decoding must match,
+// and quantizing with imatrix.f32 must reproduce those bytes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "gguf/gguf_file.h"
 #include "support/test_support.h"
 #include "tensor/tensor_type.h"
+#include "util/error.h"
 
 namespace k3::tensor {
 namespace {
@@ -71,21 +73,31 @@ gguf::GgufFile* QuantZoo::zoo_ = nullptr;
 
 TEST_P(QuantZoo, DecodesBitExactly) { expect_decodes_bit_exactly(*zoo_, "quants", GetParam()); }
 
-// Quantizing every row of <dir>/source.f32 reproduces the zoo tensor's bytes.
-void expect_quantizes_to_zoo_bytes(const gguf::GgufFile& zoo, const std::string& dir, const char* type_name) {
+std::vector<float> read_f32_file(const std::string& path) {
+    const std::vector<uint8_t> bytes = testing::read_bytes(path);
+    std::vector<float> values(bytes.size() / 4);
+    std::memcpy(values.data(), bytes.data(), values.size() * 4);
+    return values;
+}
+
+// Quantizing every row of <dir>/source.f32 (with the importance weights, if given) reproduces
+// the zoo tensor's bytes.
+void expect_quantizes_to_zoo_bytes(const gguf::GgufFile& zoo, const std::string& dir, const char* type_name,
+                                   const std::vector<float>* importance = nullptr) {
     const TypeTraits* t = find_type(type_name);
     ASSERT_NE(t, nullptr);
-    ASSERT_NE(t->quantize_row, nullptr) << type_name;
+    ASSERT_TRUE(can_quantize(*t)) << type_name;
     const gguf::TensorInfo& info = zoo_tensor(zoo, type_name, *t);
-    const std::vector<uint8_t> source_bytes = testing::read_bytes(testing::fixture(dir + "/source.f32"));
-    ASSERT_EQ(source_bytes.size(), size_t(kCols * kRows * 4));
-    std::vector<float> source(kCols * kRows);
-    std::memcpy(source.data(), source_bytes.data(), source_bytes.size());
+    const std::vector<float> source = read_f32_file(testing::fixture(dir + "/source.f32"));
+    ASSERT_EQ(source.size(), size_t(kCols * kRows));
+    if (importance) {
+        ASSERT_EQ(importance->size(), size_t(kCols));
+    }
 
     const size_t bytes_per_row = row_bytes(*t, kCols);
     std::vector<uint8_t> row(bytes_per_row);
     for (int64_t r = 0; r < kRows; ++r) {
-        t->quantize_row(source.data() + r * kCols, row.data(), kCols);
+        quantize_row(*t, source.data() + r * kCols, row.data(), kCols, importance ? importance->data() : nullptr);
         const uint8_t* expected = info.data + r * bytes_per_row;
         for (size_t i = 0; i < bytes_per_row; ++i)
             ASSERT_EQ(int(row[i]), int(expected[i])) << type_name << " row " << r << " block " << i / t->block_bytes
@@ -122,10 +134,24 @@ TEST_P(QuantImatrixZoo, DecodesBitExactly) { expect_decodes_bit_exactly(*zoo_, "
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantImatrixZoo, ::testing::ValuesIn(kImatrixZooTypes), type_param_name);
 
-// ggml's ternary quantizers ignore the importance weights: the zoo's bytes are theirs without.
-TEST(QuantImatrixZooTernary, QuantizesToLlamaCppBytes) {
-    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
-    for (const char* type : {"TQ1_0", "TQ2_0"}) expect_quantizes_to_zoo_bytes(*zoo, "quants-imatrix", type);
+// Quantizing source.f32 with imatrix.f32 reproduces llama.cpp's bytes (ggml_quantize_chunk with
+// these weights, as llama-quantize --imatrix calls it; the ternary types ignore the weights).
+TEST_P(QuantImatrixZoo, QuantizesWithImportanceToLlamaCppBytes) {
+    const std::vector<float> importance = read_f32_file(testing::fixture("quants-imatrix/imatrix.f32"));
+    expect_quantizes_to_zoo_bytes(*zoo_, "quants-imatrix", GetParam(), &importance);
+}
+
+// IQ2_XXS, IQ2_XS and IQ1_S cannot be made without importance weights: a clear error, as
+// llama-quantize refuses them.
+TEST(QuantImatrixZooTypes, LowestBitTypesRequireImportance) {
+    for (const char* name : {"IQ2_XXS", "IQ2_XS", "IQ1_S"}) {
+        const TypeTraits* t = find_type(name);
+        ASSERT_NE(t, nullptr);
+        EXPECT_TRUE(requires_importance(*t)) << name;
+        std::vector<float> zeros(kCols);
+        std::vector<uint8_t> row(row_bytes(*t, kCols));
+        EXPECT_THROW(quantize_row(*t, zeros.data(), row.data(), kCols, nullptr), Error) << name;
+    }
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#include "model/shard.h"
+
+#include "parallel/collective.h"
+
+namespace k3::model {
+
+namespace {
+
+using parallel::Range;
+
+template <class T>
+std::vector<T> slice(const std::vector<T>& v, int64_t first, int64_t count) {
+    return std::vector<T>(v.begin() + first, v.begin() + first + count);
+}
+
+// The rows of `heads`, `per_head` rows each.
+MatrixView rows_of(const MatrixView& m, Range heads, int64_t per_head) {
+    return m.row_range(heads.first * per_head, heads.count * per_head);
+}
+
+void shard_kda(KdaWeights& w, const HParams& hp, int rank, int size) {
+    if (w.n_head < size) return;
+    const int64_t D = w.head_dim, K = hp.conv_kernel;
+    const Range heads = parallel::share_of(w.n_head, rank, size);
+    for (MatrixView* m : {&w.q, &w.k, &w.v, &w.f_b, &w.g}) *m = rows_of(*m, heads, D);
+    for (std::vector<float>* taps : {&w.conv_q, &w.conv_k, &w.conv_v})
+        *taps = slice(*taps, heads.first * D * K, heads.count * D * K);
+    w.dt_bias = slice(w.dt_bias, heads.first * D, heads.count * D);
+    w.a = slice(w.a, heads.first, heads.count);
+    w.beta = rows_of(w.beta, heads, 1);
+    w.n_head_total = w.n_head;
+    w.n_head = heads.count;
+}
+
+void shard_mla(MlaWeights& w, const HParams& hp, int rank, int size) {
+    if (w.n_head < size) return;
+    const Range heads = parallel::share_of(w.n_head, rank, size);
+    if (w.q_b) w.q_b = rows_of(*w.q_b, heads, hp.key_length_mla);
+    if (w.q) w.q = rows_of(*w.q, heads, hp.key_length_mla);
+    w.k_b = rows_of(w.k_b, heads, hp.kv_lora_rank);
+    w.v_b = rows_of(w.v_b, heads, hp.value_length_mla);
+    if (w.gate) w.gate = rows_of(*w.gate, heads, hp.value_length_mla);
+    w.n_head_total = w.n_head;
+    w.n_head = heads.count;
+}
+
+}  // namespace
+
+void shard_weights(ModelWeights& weights, const HParams& hp, int rank, int size) {
+    for (LayerWeights& layer : weights.layers) {
+        if (layer.kda) shard_kda(*layer.kda, hp, rank, size);
+        if (layer.mla) shard_mla(*layer.mla, hp, rank, size);
+    }
+}
+
+}  // namespace k3::model

@@ -1,0 +1,64 @@
+// K3_ISA: each level name caps the kernels; a name that is no level, or a level this CPU lacks,
+// runs the best level there is and says so (never a kernel the CPU cannot run).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/isa.h"
+
+namespace k3::kernels {
+namespace {
+
+Isa best_supported() {
+    for (Isa isa : {Isa::avx512, Isa::avx2})
+        if (isa_supported(isa)) return isa;
+    return Isa::scalar;
+}
+
+TEST(IsaSelection, UnsetRunsTheBestLevelWithAmxWhereSupported) {
+    const IsaSelection s = select_isa(nullptr);
+    EXPECT_EQ(s.isa, best_supported());
+    EXPECT_EQ(s.amx, amx_supported());
+    EXPECT_EQ(s.notice, "");
+}
+
+TEST(IsaSelection, EachLevelCapsTheKernels) {
+    const IsaSelection scalar = select_isa("scalar");
+    EXPECT_EQ(scalar.isa, Isa::scalar);
+    EXPECT_FALSE(scalar.amx);
+    EXPECT_EQ(scalar.notice, "");
+    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+        const IsaSelection s = select_isa(isa_name(isa));
+        EXPECT_FALSE(s.amx) << isa_name(isa) << " turns AMX off";
+        if (isa_supported(isa)) {
+            EXPECT_EQ(s.isa, isa);
+            EXPECT_EQ(s.notice, "");
+        } else {
+            EXPECT_EQ(s.isa, best_supported());
+            EXPECT_EQ(s.notice, std::string("K3_ISA=") + isa_name(isa) + ": this CPU lacks it; running " +
+                                    isa_name(best_supported()));
+        }
+    }
+}
+
+TEST(IsaSelection, AmxWhereTheCpuHasItElseANotice) {
+    const IsaSelection s = select_isa("amx");
+    EXPECT_EQ(s.isa, best_supported());
+    EXPECT_EQ(s.amx, amx_supported());
+    if (amx_supported()) EXPECT_EQ(s.notice, "");
+    else EXPECT_EQ(s.notice, std::string("K3_ISA=amx: this CPU lacks it; running ") + isa_name(best_supported()));
+}
+
+TEST(IsaSelection, AnUnknownNameRunsTheBestLevelWithANotice) {
+    for (const char* name : {"avx9", "", "AVX2", "avx2 "}) {
+        const IsaSelection s = select_isa(name);
+        EXPECT_EQ(s.isa, best_supported()) << name;
+        EXPECT_EQ(s.amx, amx_supported()) << name;
+        EXPECT_EQ(s.notice, std::string("K3_ISA=") + name + " is not a level (scalar, avx2, avx512, amx); running " +
+                                (amx_supported() ? "amx" : isa_name(best_supported())))
+            << name;
+    }
+}
+
+}  // namespace
+}  // namespace k3::kernels

@@ -1,0 +1,237 @@
+// Parallel jobs on OpenMPI (issue #17): every fixture model computes, on 2 and 4 ranks, the
+// logits one process computes (several sequences, one prompt batch, then token by token) and
+// picks the same greedy tokens; a rank that cannot load, loads another file or never reports
+// ends the whole job with an error naming it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/fixture_cases.h"
+#include "parallel/collective.h"
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "support/test_support.h"
+
+namespace k3::testing {
+namespace {
+
+const char* const kModelFixtures[] = {"tiny-k3", "tiny-k3-mxfp4", "tiny-k3-native", "tiny-k3-q4k"};
+constexpr float kTolerance = 1e-4f;  // the issue's bound; the row-split products are in fact exact
+constexpr int kDecodeSteps = 6;
+
+// Set by ParallelJob on the ranks it starts: ParallelRank's test then runs as one of them.
+constexpr const char* kRankVariable = "K3_PARALLEL_RANK";
+
+// One rank of a job: each fixture loaded alone and as this rank, the fixture's cases as one batch
+// of sequences, then kDecodeSteps greedy steps with every sequence in each batch.
+TEST(ParallelRank, FixtureLogitsMatchOneProcess) {
+    if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
+    const auto collective = parallel::start_mpi();
+    for (const char* dir : kModelFixtures) {
+        SCOPED_TRACE(dir);
+        const ModelFixture fixture = load_model_fixture(dir);
+        runtime::EngineOptions alone_options;
+        alone_options.n_threads = 1;
+        runtime::EngineOptions rank_options = alone_options;
+        rank_options.collective = collective.get();
+        const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
+        const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
+
+        std::vector<std::unique_ptr<runtime::Session>> alone_sessions, rank_sessions;
+        std::vector<runtime::SequenceInput> alone_batch, rank_batch;
+        for (const FixtureCase& c : fixture.cases) {
+            alone_sessions.push_back(alone->new_session());
+            rank_sessions.push_back(rank->new_session());
+            alone_batch.push_back({alone_sessions.back().get(), c.prompt, true, {}});
+            rank_batch.push_back({rank_sessions.back().get(), c.prompt, true, {}});
+        }
+        alone->decode(alone_batch);
+        rank->decode(rank_batch);
+        const size_t V = size_t(alone->n_vocab());
+        std::vector<int32_t> next(fixture.cases.size());
+        for (size_t i = 0; i < fixture.cases.size(); ++i) {
+            const std::vector<float>& expected = alone_batch[i].logits;
+            ASSERT_EQ(rank_batch[i].logits.size(), expected.size());
+            EXPECT_LE(max_abs_diff(rank_batch[i].logits.data(), expected.data(), int64_t(expected.size())), kTolerance)
+                << fixture.cases[i].name << " prompt";
+            next[i] = runtime::argmax(std::span(expected).last(V));
+        }
+        for (int step = 0; step < kDecodeSteps; ++step) {
+            for (size_t i = 0; i < next.size(); ++i) {
+                alone_batch[i].tokens = rank_batch[i].tokens = std::span(&next[i], 1);
+                alone_batch[i].all_logits = rank_batch[i].all_logits = false;
+            }
+            alone->decode(alone_batch);
+            rank->decode(rank_batch);
+            for (size_t i = 0; i < next.size(); ++i) {
+                const std::vector<float>& expected = alone_batch[i].logits;
+                EXPECT_LE(max_abs_diff(rank_batch[i].logits.data(), expected.data(), int64_t(V)), kTolerance)
+                    << fixture.cases[i].name << " decode step " << step;
+                next[i] = runtime::argmax(expected);
+                EXPECT_EQ(runtime::argmax(rank_batch[i].logits), next[i]) << fixture.cases[i].name << " step " << step;
+            }
+        }
+    }
+}
+
+#ifdef K3_MPIEXEC
+// A job that hangs fails its test after --timeout instead of stalling the suite.
+const std::vector<std::string> kMpirun = {"--oversubscribe", "--allow-run-as-root", "--timeout", "120"};
+
+std::vector<std::string> mpirun_args(std::vector<std::string> args) {
+    args.insert(args.begin(), kMpirun.begin(), kMpirun.end());
+    return args;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+void expect_ranks_pass(int n_ranks) {
+    const CommandResult r =
+        run_program(K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1",
+                                             K3_TEST_BINARY, "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(count(r.out, "[  PASSED  ] 1 test"), size_t(n_ranks)) << r.out;  // every rank ran it, none skipped
+}
+
+TEST(ParallelJob, TwoRanksComputeWhatOneProcessComputes) { expect_ranks_pass(2); }
+TEST(ParallelJob, FourRanksComputeWhatOneProcessComputes) { expect_ranks_pass(4); }
+
+std::string fixture_tokens(const ModelFixture& fixture, size_t case_index) {
+    std::string text;
+    for (int32_t t : fixture.cases[case_index].prompt) {
+        if (!text.empty()) text += ',';
+        text += std::to_string(t);
+    }
+    return text;
+}
+
+std::vector<float> read_floats(const std::string& path) {
+    const std::vector<uint8_t> bytes = read_bytes(path);
+    std::vector<float> values(bytes.size() / sizeof(float));
+    std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+    return values;
+}
+
+// The command line: `k3 eval --parallel-mode tp` token by token, logits file and greedy ids.
+TEST(ParallelJob, EvalOnTwoRanksPrintsWhatOneProcessPrints) {
+    const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
+    ScratchDir dir;
+    const std::vector<std::string> eval = {"eval", "-m", fixture.model_path, "--tokens", fixture_tokens(fixture, 1),
+                                           "--sequential", "--greedy", "8", "-t", "1"};
+    std::vector<std::string> alone_args = eval, job_args = {"-np", "2", K3_BINARY};
+    alone_args.insert(alone_args.end(), {"--logits-out", dir.file("alone.f32")});
+    job_args.insert(job_args.end(), eval.begin(), eval.end());
+    job_args.insert(job_args.end(), {"--logits-out", dir.file("job.f32"), "--parallel-mode", "tp"});
+    const CommandResult alone = run_k3(alone_args);
+    const CommandResult job = run_program(K3_MPIEXEC, mpirun_args(job_args));
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    ASSERT_EQ(job.exit_code, 0) << job.err;
+    EXPECT_EQ(job.out, alone.out);  // the greedy ids, printed once (by rank 0)
+    const std::vector<float> expected = read_floats(dir.file("alone.f32")), got = read_floats(dir.file("job.f32"));
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_LE(max_abs_diff(got.data(), expected.data(), int64_t(got.size())), kTolerance);
+}
+
+// `k3 run ... --json` alone and on two ranks: the answers, less their timings.
+struct RunAnswers {
+    nlohmann::json alone, job;
+};
+RunAnswers run_alone_and_on_two_ranks(const std::vector<std::string>& run) {
+    std::vector<std::string> job_args = {"-np", "2", K3_BINARY};
+    job_args.insert(job_args.end(), run.begin(), run.end());
+    job_args.insert(job_args.end(), {"--parallel-mode", "tp"});
+    const CommandResult alone = run_k3(run);
+    const CommandResult job = run_program(K3_MPIEXEC, mpirun_args(job_args));
+    EXPECT_EQ(alone.exit_code, 0) << alone.err;
+    EXPECT_EQ(job.exit_code, 0) << job.err;
+    if (alone.exit_code != 0 || job.exit_code != 0) return {};
+    RunAnswers answers{nlohmann::json::parse(alone.out), nlohmann::json::parse(job.out)};
+    answers.alone.erase("timings");
+    answers.job.erase("timings");
+    return answers;
+}
+
+// `k3 run` samples in lockstep: rank 0's prompt and seed, the same tokens as one process.
+TEST(ParallelJob, RunOnTwoRanksSamplesWhatOneProcessSamples) {
+    const RunAnswers answers = run_alone_and_on_two_ranks({"run", "-m", fixture("tiny-k3/model.gguf"), "-p",
+                                                           "Hello there", "-n", "12", "--temp", "0.9", "--seed", "11",
+                                                           "-t", "1", "-q", "--json"});
+    ASSERT_EQ(answers.alone["tokens"].size(), 12u);
+    EXPECT_EQ(answers.job, answers.alone);
+}
+
+// A stop string ends the answer where one process ends it, although the ranks are not told.
+TEST(ParallelJob, RunOnTwoRanksStopsWhereOneProcessStops) {
+    std::vector<std::string> run = {"run", "-m", fixture("tiny-k3/model.gguf"), "--raw", "-p", "Hello there", "-n", "12",
+                                    "--temp", "0.9", "--seed", "11", "-t", "1", "-q", "--json"};
+    const CommandResult whole = run_k3(run);
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    const std::string text = nlohmann::json::parse(whole.out)["text"];
+    // Two ASCII bytes from the middle on (the random model's text may hold any character).
+    size_t at = text.size() / 2;
+    while (at + 1 < text.size() && (uint8_t(text[at]) >= 0x80 || uint8_t(text[at + 1]) >= 0x80)) ++at;
+    ASSERT_LT(at + 1, text.size()) << text;
+    run.insert(run.end(), {"--stop", text.substr(at, 2)});
+    const RunAnswers answers = run_alone_and_on_two_ranks(run);
+    ASSERT_EQ(answers.alone["finish_reason"], "stop") << answers.alone.dump();
+    EXPECT_EQ(answers.job, answers.alone);
+}
+
+// Two programs in one job (mpirun's "A : B"): rank 0 evaluates `first`, rank 1 `second`. Returns
+// the result and checks it ended within `seconds`.
+CommandResult run_two_rank_job(const std::string& first, const std::string& second,
+                               const std::vector<std::string>& extra, double seconds) {
+    std::vector<std::string> rank0 = {"-np", "1", K3_BINARY, "eval", "-m", first, "--tokens", "1,2,3",
+                                      "--parallel-mode", "tp"};
+    std::vector<std::string> rank1 = {":", "-np", "1", K3_BINARY, "eval", "-m", second, "--tokens", "1,2,3",
+                                      "--parallel-mode", "tp"};
+    rank0.insert(rank0.end(), extra.begin(), extra.end());
+    rank0.insert(rank0.end(), rank1.begin(), rank1.end());
+    const auto start = std::chrono::steady_clock::now();
+    const CommandResult r = run_program(K3_MPIEXEC, mpirun_args(rank0));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), seconds);
+    EXPECT_NE(r.exit_code, 0);
+    return r;
+}
+
+TEST(ParallelJob, RankMissingTheModelEndsTheJobNamingIt) {
+    ScratchDir dir;
+    const CommandResult r = run_two_rank_job(fixture("tiny-k3/model.gguf"), dir.file("absent.gguf"), {}, 20);
+    EXPECT_NE(r.err.find("rank 1: " + dir.file("absent.gguf") + ": cannot open"), std::string::npos) << r.err;
+}
+
+TEST(ParallelJob, RankWithAnotherModelEndsTheJobNamingIt) {
+    const CommandResult r = run_two_rank_job(fixture("tiny-k3/model.gguf"), fixture("tiny-k3-mxfp4/model.gguf"), {}, 20);
+    EXPECT_NE(r.err.find("rank 1 loaded a different model file than rank 0"), std::string::npos) << r.err;
+}
+
+// Rank 1 blocks opening a FIFO nobody writes: rank 0 gives up after --parallel-timeout.
+TEST(ParallelJob, RankThatNeverReportsEndsTheJobAfterTheTimeout) {
+    ScratchDir dir;
+    const std::string fifo = dir.file("model.gguf");
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    const CommandResult r = run_two_rank_job(fixture("tiny-k3/model.gguf"), fifo, {"--parallel-timeout", "1"}, 20);
+    EXPECT_NE(r.err.find("rank 1 did not report within 1 s"), std::string::npos) << r.err;
+}
+#else
+TEST(ParallelJob, NeedsMpi) {
+    EXPECT_FALSE(parallel::mpi_available());
+    GTEST_SKIP() << "k3 was built without MPI (install openmpi-bin libopenmpi-dev and reconfigure)";
+}
+#endif
+
+}  // namespace
+}  // namespace k3::testing
