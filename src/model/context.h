@@ -62,14 +62,13 @@ struct ForwardContext {
     // Every output's y = W x for the same n rows of x (W.cols apart) in one pass over x
     // (kernels::matmul_same_input: x rounded once, one hand-off to the threads).
     void linear_same_input(std::span<const kernels::MatmulOutput> outputs, const float* x, int64_t n) const {
+        for (const kernels::MatmulOutput& output : outputs) observed(*output.w, x, output.w->cols, n);
         if (collective) return sharded_products(*this, outputs, x, outputs.front().w->cols, n);
         kernels::matmul_same_input(pool, outputs, x, outputs.front().w->cols, n, numerics);
     }
     // gate[t] = W_gate x[t] and up[t] = W_up x[t] in one pass over x.
     void linear_pair(const kernels::MatrixView& w_gate, const kernels::MatrixView& w_up, const float* x, int64_t n,
                      float* gate, float* up) const {
-        observed(w_gate, x, w_gate.cols, n);
-        observed(w_up, x, w_up.cols, n);
         const kernels::MatmulOutput outputs[] = {{&w_gate, gate, w_gate.rows}, {&w_up, up, w_up.rows}};
         linear_same_input(outputs, x, n);
     }
