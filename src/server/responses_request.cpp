@@ -160,7 +160,8 @@ std::optional<Json> chat_response_format(const Json& text) {
 Translation chat_request(const Json& body) {
     refuse_unknown_members(body, {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
                                   "max_output_tokens", "temperature", "top_p", "reasoning", "text", "stream",
-                                  "store", "previous_response_id", "metadata", "truncation"}, "");
+                                  "store", "previous_response_id", "metadata", "truncation", "prompt_cache_key",
+                                  "include"}, "");
     if (member(body, "previous_response_id"))
         throw ApiError(400, "'previous_response_id' is not supported: k3 keeps no responses; send the whole input",
                        "unsupported_field");
@@ -170,6 +171,17 @@ Translation chat_request(const Json& body) {
         throw ApiError(400, "'truncation' must be \"disabled\": k3 never drops input", "invalid_value");
     if (const Json* metadata = member(body, "metadata"); metadata && !metadata->is_object())
         wrong_type("metadata", "an object");
+    // Codex sends both. k3 caches every prompt prefix whatever the key, and its reasoning items
+    // carry their text in the clear, so a client never needs their encrypted form back.
+    if (const Json* key = member(body, "prompt_cache_key"); key && !key->is_string())
+        wrong_type("prompt_cache_key", "a string");
+    if (const Json* include = member(body, "include")) {
+        if (!include->is_array()) wrong_type("include", "an array");
+        for (size_t i = 0; i < include->size(); ++i)
+            if ((*include)[i] != "reasoning.encrypted_content")
+                throw ApiError(400, "'" + indexed("include", i) + "' is not supported (reasoning.encrypted_content)",
+                               "unsupported_field");
+    }
 
     Translation out;
     Json& chat = out.chat;

@@ -134,6 +134,18 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
     EXPECT_EQ(refused(R"({"input": "x", "text": {"verbosity": "low"}})"),
               "'text.verbosity' is not supported by k3 on this endpoint");
     EXPECT_EQ(refused(R"({})"), "'input' is required");
+    EXPECT_EQ(refused(R"({"input": "x", "include": ["file_search_call.results"]})"),
+              "'include[0]' is not supported (reasoning.encrypted_content)");
+}
+
+// What Codex sends besides the translated fields: accepted, and nothing of it reaches the chat.
+TEST(ResponsesRequest, CodexCacheKeyAndIncludeAreAccepted) {
+    const Json body = Json::parse(R"({"input": "hi", "store": false, "parallel_tool_calls": false,
+      "prompt_cache_key": "session-1", "include": ["reasoning.encrypted_content"]})");
+    const Json chat = server::responses::chat_request(body).chat;
+    EXPECT_FALSE(chat.contains("prompt_cache_key"));
+    EXPECT_FALSE(chat.contains("include"));
+    EXPECT_EQ(chat["messages"], Json::parse(R"([{"role": "user", "content": "hi"}])"));
 }
 
 }  // namespace
