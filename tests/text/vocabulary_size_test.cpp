@@ -120,13 +120,21 @@ std::string write_vocabulary(const k3::testing::ScratchDir& dir, size_t n_extra)
 }
 
 // Best of three: open the file and build the tokenizer's tables.
+// This thread's CPU time, so that time the scheduler gives other processes (CTest runs tests side
+// by side) does not count.
+double thread_cpu_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
+}
+
 double load_seconds(const std::string& path, size_t expected_vocab) {
     double best = 1e9;
     for (int run = 0; run < 3; ++run) {
-        const auto start = std::chrono::steady_clock::now();
+        const double start = thread_cpu_seconds();
         auto file = k3::gguf::GgufFile::open(path);
         const k3::text::Tokenizer tokenizer = k3::text::Tokenizer::from_gguf(*file);
-        best = std::min(best, seconds_since(start));
+        best = std::min(best, thread_cpu_seconds() - start);
         EXPECT_EQ(size_t(tokenizer.n_vocab()), expected_vocab);
     }
     return best;
@@ -138,9 +146,11 @@ TEST(VocabularySize, TablesBuildInLinearTime) {
     const std::string large = write_vocabulary(dir, 1'000'000);
     const double t_small = load_seconds(small, 256 + 250'000);
     const double t_large = load_seconds(large, 256 + 1'000'000);
-    // 4x the tokens: linear costs 4x, plus the cache and TLB misses of a hash table 4x larger
-    // (5-7x measured on a loaded 2-core machine); quadratic inserts would cost 16x.
-    EXPECT_LT(t_large / t_small, 8.0) << "250k tokens: " << t_small << " s, 1M tokens: " << t_large << " s";
+    // 4x the tokens: quadratic inserts would cost 16x; linear ones cost 4x plus the cache and TLB
+    // misses of tables 4x larger, which the smaller set partly escapes (5-8.3x measured under
+    // CTest's load; 500k against 1M still came to 2.7-2.85x of the 4x a quadratic build gives, too
+    // close to tell apart). The bound sits between the two.
+    EXPECT_LT(t_large / t_small, 12.0) << "250k tokens: " << t_small << " s, 1M tokens: " << t_large << " s";
 }
 
 }  // namespace
