@@ -38,7 +38,7 @@ struct Array {
     uint64_t encoded_bytes = 0;
     uint64_t encoded_count = 0;
 
-    uint64_t size() const { return encoded ? encoded_count : items.size(); }
+    uint64_t size() const;  // defined below Value, which it needs whole
     // Calls visit with each item in order (decoded from the file for a view).
     void for_each(const std::function<void(Value item)>& visit) const;
     // One item: constant time for fixed-size elements, a walk over the earlier ones for strings
@@ -51,6 +51,8 @@ struct Value {
     ValueType type = ValueType::UINT8;
     std::variant<uint64_t, int64_t, double, bool, std::string, Array> data;
 };
+
+inline uint64_t Array::size() const { return encoded ? encoded_count : items.size(); }
 
 struct TensorInfo {
     std::string name;
