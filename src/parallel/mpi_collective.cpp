@@ -6,6 +6,8 @@
 #include <exception>
 #include <string>
 #include <thread>
+
+#include <sched.h>
 #include <vector>
 
 #include "parallel/collective.h"
@@ -33,23 +35,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Polls `done` until it holds, sleeping between polls once the first few find nothing, so a rank
-// waiting for a slower one leaves its core to the matmuls of the other ranks on the machine.
+// Polls `done` until it holds: first for up to kYieldingPolls of wall time yielding the core
+// between polls (so a rank whose peer arrives within microseconds sees it at once, while any
+// other runnable thread on the core still runs), then sleeping between polls, so a rank waiting
+// long for a slower one (loading, reading experts from disk) leaves its core alone. A sleep costs
+// at least the kernel's timer slack (50 us), too long for the hundred collectives of a token.
 // Returns false once `deadline` passes.
+constexpr std::chrono::microseconds kYieldingPolls{2000};
+
 template <typename Poll>
 bool wait_polling(Poll done, Clock::time_point deadline = Clock::time_point::max()) {
-    for (int polls = 0;; ++polls) {
+    const Clock::time_point sleep_from = Clock::now() + kYieldingPolls;
+    for (int sleeps = 0;;) {
         if (done()) return true;
-        if (Clock::now() >= deadline) return false;
-        if (polls >= 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(polls - 63, 50)));
+        const Clock::time_point now = Clock::now();
+        if (now >= deadline) return false;
+        if (now < sleep_from) sched_yield();
+        else std::this_thread::sleep_for(std::chrono::microseconds(std::min(++sleeps, 50)));
     }
 }
 
 class MpiCollective final : public Collective {
 public:
     MpiCollective() {
-        // OpenMPI's blocking progress loops spin at full speed; every wait here polls and sleeps
-        // instead, and an idle rank should yield (set before MPI_Init, unless the user chose).
+        // OpenMPI's blocking progress loops spin at full speed; every wait here polls, yielding and
+        // then sleeping (wait_polling), instead, and an idle rank should yield (set before MPI_Init, unless the user chose).
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
         int provided = 0;
         if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
@@ -70,23 +80,10 @@ public:
     int size() const override { return size_; }
 
     void allgather(std::span<const float> mine, std::span<const int64_t> counts, float* all) override {
-        std::vector<int> sizes(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
-        int64_t total = 0;
-        for (int r = 0; r < size_; ++r) {
-            offsets[size_t(r)] = mpi_count(total, "an allgather");
-            sizes[size_t(r)] = mpi_count(counts[size_t(r)], "an allgather");
-            total += counts[size_t(r)];
-        }
-        mpi_count(total, "an allgather");
-        const Clock::time_point start = Clock::now();
-        MPI_Request request;
-        check(MPI_Iallgatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(), MPI_FLOAT,
-                              comm_, &request),
-              "MPI_Iallgatherv");
-        wait(request, "MPI_Iallgatherv");
-        ++counters_.calls;
-        counters_.bytes += uint64_t(total - int64_t(mine.size())) * sizeof(float);
-        counters_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+        gather(mine, counts, all, false);
+    }
+    void gather_to_root(std::span<const float> mine, std::span<const int64_t> counts, float* all) override {
+        gather(mine, counts, all, true);
     }
 
     std::vector<std::string> allgather_bytes(const std::string& mine, std::chrono::milliseconds timeout) override {
@@ -156,6 +153,33 @@ private:
     MPI_Comm comm_ = MPI_COMM_NULL;
     int rank_ = 0, size_ = 1;
     CollectiveCounters counters_;
+
+    // Every rank's block of `counts` floats, in rank order, into `all` on every rank or on rank 0.
+    void gather(std::span<const float> mine, std::span<const int64_t> counts, float* all, bool root_only) {
+        std::vector<int> sizes(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+        int64_t total = 0;
+        for (int r = 0; r < size_; ++r) {
+            offsets[size_t(r)] = mpi_count(total, "a gather");
+            sizes[size_t(r)] = mpi_count(counts[size_t(r)], "a gather");
+            total += counts[size_t(r)];
+        }
+        mpi_count(total, "a gather");
+        const Clock::time_point start = Clock::now();
+        MPI_Request request;
+        const char* call = root_only ? "MPI_Igatherv" : "MPI_Iallgatherv";
+        if (root_only)
+            check(MPI_Igatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(), MPI_FLOAT, 0,
+                               comm_, &request),
+                  call);
+        else
+            check(MPI_Iallgatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(),
+                                  MPI_FLOAT, comm_, &request),
+                  call);
+        wait(request, call);
+        ++counters_.calls;
+        if (!root_only || rank_ == 0) counters_.bytes += uint64_t(total - int64_t(mine.size())) * sizeof(float);
+        counters_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
 
     void check(int code, const char* call) const {
         if (code == MPI_SUCCESS) return;

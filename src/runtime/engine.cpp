@@ -34,6 +34,17 @@ struct Engine::Impl {
 
 namespace {
 
+// Each routed expert's load from the routing statistics at `path` ([n_layer][n_expert]), for
+// balancing the experts across the ranks of a parallel job; empty when there is no such file.
+std::vector<double> measured_expert_loads(const std::string& path, const model::HParams& hp) {
+    if (path.empty() || !std::filesystem::exists(path)) return {};
+    const RoutingStats stats = RoutingStats::load(path, hp.n_layer, hp.n_expert);
+    std::vector<double> loads;
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+        for (int32_t e = 0; e < hp.n_expert; ++e) loads.push_back(stats.score(il, e));
+    return loads;
+}
+
 uint64_t model_file_bytes(const gguf::GgufFile& file) {
     uint64_t bytes = 0;
     for (const std::string& part : file.part_paths()) bytes += std::filesystem::file_size(part);
@@ -114,9 +125,12 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         engine->impl_->forward_options.numerics = options.numerics;
         engine->impl_->forward_options.dump = options.dump;
         engine->impl_->forward_options.collective = options.collective;
+        engine->impl_->forward_options.logits_on_root_only = options.logits_on_root_only;
         engine->impl_->forward_options.observe = options.observe;
         engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
-        if (options.collective) engine->impl_->model->shard(options.collective->rank(), options.collective->size());
+        if (options.collective)
+            engine->impl_->model->shard(options.collective->rank(), options.collective->size(),
+                                        measured_expert_loads(options.residency.expert_stats_path, hp));
     };
     if (!options.collective) {
         load_here();
@@ -130,6 +144,12 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         load_error = e.what();
     }
     parallel::agree_on_model(*options.collective, load_error, engine->impl_->identity, options.parallel_start_timeout);
+    const std::vector<int32_t> expert_ranks = engine->impl_->model->expert_ranks();
+    parallel::agree_on(*options.collective,
+                       std::string(reinterpret_cast<const char*>(expert_ranks.data()), expert_ranks.size() * sizeof(int32_t)),
+                       "assignment of routed experts to ranks (from --expert-stats " +
+                           options.residency.expert_stats_path + ")",
+                       options.parallel_start_timeout);
     return engine;
 }
 
