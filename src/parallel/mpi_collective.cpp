@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include <sched.h>
+#include <sys/prctl.h>
 #include <vector>
 
 #include "parallel/collective.h"
@@ -35,32 +35,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Polls `done` until it holds: first for up to kYieldingPolls of wall time yielding the core
-// between polls (so a rank whose peer arrives within microseconds sees it at once, while any
-// other runnable thread on the core still runs), then sleeping between polls, so a rank waiting
-// long for a slower one (loading, reading experts from disk) leaves its core alone. A sleep costs
-// at least the kernel's timer slack (50 us), too long for the hundred collectives of a token.
+// Polls `done` until it holds: without pause for the first kSpinning (a peer on an idle machine
+// arrives within microseconds), then sleeping between polls, 1 us longer each time up to 50 us, so
+// a rank waiting for a slower one leaves its core to the matmuls of the other ranks. Neither
+// sched_yield (on a loaded machine each yield hands the core away for a whole time slice: 35 ms per
+// allgather measured) nor a sleep at the kernel's default 50 us timer slack (69 us per allgather
+// on an idle machine, against 1.5 us spinning) does: MpiCollective sets this thread's slack to 1 us.
 // Returns false once `deadline` passes.
-constexpr std::chrono::microseconds kYieldingPolls{2000};
+constexpr std::chrono::microseconds kSpinning{20};
 
 template <typename Poll>
 bool wait_polling(Poll done, Clock::time_point deadline = Clock::time_point::max()) {
-    const Clock::time_point sleep_from = Clock::now() + kYieldingPolls;
+    const Clock::time_point sleep_from = Clock::now() + kSpinning;
     for (int sleeps = 0;;) {
         if (done()) return true;
         const Clock::time_point now = Clock::now();
         if (now >= deadline) return false;
-        if (now < sleep_from) sched_yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(std::min(++sleeps, 50)));
+        if (now >= sleep_from) std::this_thread::sleep_for(std::chrono::microseconds(std::min(++sleeps, 50)));
     }
 }
 
 class MpiCollective final : public Collective {
 public:
     MpiCollective() {
-        // OpenMPI's blocking progress loops spin at full speed; every wait here polls, yielding and
-        // then sleeping (wait_polling), instead, and an idle rank should yield (set before MPI_Init, unless the user chose).
-        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+        // Every wait here polls MPI_Test (wait_polling) and never blocks inside MPI, so Open MPI's
+        // own yield when a progress round finds nothing (on by default when oversubscribed) would
+        // only hand the core away at every poll: off, unless the user chose.
+        setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // ns: wait_polling's short sleeps (the collectives' thread)
         int provided = 0;
         if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
             throw Error("parallel job: MPI_Init failed");
