@@ -1,5 +1,6 @@
 // Model::make_trunk_resident: under a memory budget every non-expert weight matrix is read
 // once into memory the model owns, so that expert streaming can never evict it (issue #7).
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -47,12 +48,30 @@ void for_each_trunk_matrix(Weights& w, F&& f) {
     }
 }
 
-// The tensor each trunk view starts at (views are bound to whole tensors).
-std::unordered_map<const uint8_t*, const gguf::TensorInfo*> tensors_by_data(const gguf::GgufFile& file) {
-    std::unordered_map<const uint8_t*, const gguf::TensorInfo*> map;
-    for (const gguf::TensorInfo& t : file.tensors()) map.emplace(t.data, &t);
-    return map;
-}
+// Where a trunk view's bytes lie in the file: a whole tensor, or a parallel rank's rows of one
+// (model/shard.h), which alone are made resident.
+struct FileRange {
+    uint32_t part = 0;
+    uint64_t offset = 0, n_bytes = 0;
+};
+
+class TensorLocator {
+public:
+    explicit TensorLocator(const gguf::GgufFile& file) {
+        for (const gguf::TensorInfo& t : file.tensors()) by_data_.push_back(&t);
+        std::sort(by_data_.begin(), by_data_.end(),
+                  [](const gguf::TensorInfo* a, const gguf::TensorInfo* b) { return a->data < b->data; });
+    }
+    FileRange locate(const MatrixView& view) const {
+        const auto after = std::upper_bound(by_data_.begin(), by_data_.end(), view.data,
+                                            [](const uint8_t* data, const gguf::TensorInfo* t) { return data < t->data; });
+        const gguf::TensorInfo* t = *(after - 1);  // the tensor the view lies in
+        return {t->part, t->file_offset + uint64_t(view.data - t->data), uint64_t(view.rows) * view.row_stride};
+    }
+
+private:
+    std::vector<const gguf::TensorInfo*> by_data_;  // ascending data addresses
+};
 
 // Each tensor sits at the same address modulo kPlacement as in the mapped file, so the kernels
 // see the alignment they see without a budget.
@@ -65,19 +84,19 @@ uint64_t placed_at(uint64_t used, uint64_t file_offset) {
 }  // namespace
 
 uint64_t Model::trunk_bytes() const {
-    const auto tensors = tensors_by_data(*file_);
+    const TensorLocator tensors(*file_);
     uint64_t used = 0;
     std::unordered_set<const uint8_t*> counted;
     for_each_trunk_matrix(weights_, [&](const MatrixView& view) {
         if (!counted.insert(view.data).second) return;
-        const gguf::TensorInfo* t = tensors.at(view.data);
-        used = placed_at(used, t->file_offset) + t->n_bytes;
+        const FileRange range = tensors.locate(view);
+        used = placed_at(used, range.offset) + range.n_bytes;
     });
     return used;
 }
 
 void Model::make_trunk_resident() {
-    const auto tensors = tensors_by_data(*file_);
+    const TensorLocator tensors(*file_);
     std::vector<std::unique_ptr<util::UncachedReader>> parts;
     for (const std::string& path : file_->part_paths()) parts.push_back(std::make_unique<util::UncachedReader>(path));
     util::AnonymousMemory memory(trunk_bytes());
@@ -86,11 +105,11 @@ void Model::make_trunk_resident() {
     for_each_trunk_matrix(weights_, [&](MatrixView& view) {
         auto [it, fresh] = moved.emplace(view.data, nullptr);
         if (fresh) {
-            const gguf::TensorInfo* t = tensors.at(view.data);
-            uint8_t* destination = memory.data() + placed_at(used, t->file_offset);
-            parts[t->part]->read_exact(t->file_offset, t->n_bytes, destination);
+            const FileRange range = tensors.locate(view);
+            uint8_t* destination = memory.data() + placed_at(used, range.offset);
+            parts[range.part]->read_exact(range.offset, range.n_bytes, destination);
             it->second = destination;
-            used = placed_at(used, t->file_offset) + t->n_bytes;
+            used = placed_at(used, range.offset) + range.n_bytes;
         }
         view.data = it->second;
     });

@@ -45,6 +45,15 @@ std::vector<double> measured_expert_loads(const std::string& path, const model::
     return loads;
 }
 
+uint64_t routed_expert_bytes(const model::Model& model) {
+    uint64_t bytes = 0;
+    for (const model::LayerWeights& layer : model.weights().layers)
+        if (layer.moe)
+            for (const kernels::MatrixView* m : {&layer.moe->gate_exps, &layer.moe->up_exps, &layer.moe->down_exps})
+                bytes += uint64_t(m->rows) * m->row_stride;
+    return bytes;
+}
+
 uint64_t model_file_bytes(const gguf::GgufFile& file) {
     uint64_t bytes = 0;
     for (const std::string& part : file.part_paths()) bytes += std::filesystem::file_size(part);
@@ -53,8 +62,8 @@ uint64_t model_file_bytes(const gguf::GgufFile& file) {
 
 }  // namespace
 
-// n_ranks: the ranks of a parallel job, each of which touches about 1/n_ranks of the file (its
-// heads, rows and experts), so only that share has to fit.
+// n_ranks: the ranks of a parallel job, each of which keeps its trunk and about 1/n_ranks of the
+// routed experts, so only that share has to fit.
 void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks) {
     std::string source = "--mem-budget";
     uint64_t budget = 0;
@@ -65,8 +74,9 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    // A parallel job's rank keeps its share of the file (model/shard.h).
-    const uint64_t file_bytes = model_file_bytes(model->file()) / uint64_t(n_ranks);
+    // A parallel job's rank keeps its trunk (after Model::shard) and its share of the routed experts.
+    const uint64_t file_bytes =
+        n_ranks == 1 ? model_file_bytes(model->file()) : model->trunk_bytes() + routed_expert_bytes(*model) / uint64_t(n_ranks);
     constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
     const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
     if (options.prompt_cache_bytes) {
@@ -127,10 +137,10 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         engine->impl_->forward_options.collective = options.collective;
         engine->impl_->forward_options.logits_on_root_only = options.logits_on_root_only;
         engine->impl_->forward_options.observe = options.observe;
-        engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
-        if (options.collective)
+        if (options.collective)  // first, so that only this rank's share of the heads is made resident
             engine->impl_->model->shard(options.collective->rank(), options.collective->size(),
                                         measured_expert_loads(options.residency.expert_stats_path, hp));
+        engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
     };
     if (!options.collective) {
         load_here();

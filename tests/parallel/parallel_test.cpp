@@ -20,6 +20,8 @@
 #include "model/shard.h"
 #include "parallel/collective.h"
 #include "runtime/engine.h"
+#include "runtime/expert_cache.h"
+#include "runtime/memory_budget.h"
 #include "runtime/routing_stats.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -141,6 +143,33 @@ TEST(ParallelRank, RootOnlyLogitsAndBalancedExpertsMatchOneProcess) {
     }
 }
 
+// A rank whose share does not fit its budget streams its own experts and keeps only its share of
+// the heads' matrices resident: a budget below what the whole trunk needs, yet the logits one
+// process computes without a budget.
+TEST(ParallelRank, StreamingRankHoldsItsShareOfTheTrunk) {
+    if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
+    parallel::Collective* const collective = &rank_job();
+    const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
+    const auto model = model::Model::load(fixture.model_path);
+    const uint64_t whole_trunk = model->trunk_bytes();
+    model->shard(collective->rank(), collective->size());
+    const uint64_t working = runtime::estimate_working_bytes(model->hparams());
+    const uint64_t expert = runtime::ExpertCache::largest_expert_bytes(model->file(), model->hparams());
+    const uint64_t budget = model->trunk_bytes() + working + 3 * expert;
+    ASSERT_LT(budget, whole_trunk + working + 2 * expert) << "a whole trunk would not fit this budget";
+
+    runtime::EngineOptions alone_options;
+    alone_options.n_threads = 1;
+    runtime::EngineOptions rank_options = alone_options;
+    rank_options.collective = collective;
+    rank_options.residency.mem_budget = budget;
+    const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
+    const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
+    ASSERT_TRUE(rank->expert_cache_counters()) << "the budget did not switch to streaming experts";
+    for (const FixtureCase& c : fixture.cases)
+        EXPECT_EQ(rank->new_session()->eval(c.prompt, true), alone->new_session()->eval(c.prompt, true)) << c.name;
+}
+
 // Measured loads put the heaviest experts first, each on the least-loaded rank with room; worked
 // out by hand: 8 then 7 (rank 1), 6 (rank 1, 7 < 8), 5 (rank 0), 4 (tie at 13: rank 0),
 // 3 and 2 (rank 1, now full), 1 (rank 0): 18 each, where id ranges would give 26 and 10.
@@ -182,7 +211,7 @@ void expect_ranks_pass(int n_ranks) {
         run_program(K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1",
                                              K3_TEST_BINARY, "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_EQ(count(r.out, "[  PASSED  ] 2 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
+    EXPECT_EQ(count(r.out, "[  PASSED  ] 3 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
 }
 
 TEST(ParallelJob, TwoRanksComputeWhatOneProcessComputes) { expect_ranks_pass(2); }
