@@ -82,9 +82,9 @@ void shard_weights(ModelWeights& weights, const HParams& hp, int rank, int size,
         if (layer.kda) shard_kda(*layer.kda, hp, rank, size);
         if (layer.mla) shard_mla(*layer.mla, hp, rank, size);
         if (layer.moe) {
-            const int64_t X = hp.n_expert;
-            layer.moe->expert_rank =
-                assign_experts(X, size, expert_loads.empty() ? expert_loads : expert_loads.subspan(il * size_t(X), size_t(X)));
+            const size_t X = size_t(hp.n_expert);
+            const std::span<const double> loads = expert_loads.empty() ? expert_loads : expert_loads.subspan(il * X, X);
+            layer.moe->expert_rank = assign_experts(hp.n_expert, size, loads);
         }
     }
 }

@@ -120,7 +120,8 @@ void gather_expert_outputs(const ForwardContext& ctx, std::span<const int32_t> e
         const int64_t first = first_member[size_t(e)], count = first_member[size_t(e) + 1] - first;
         if (count == 0) continue;
         float* rows = expert_out.data() + first * width;
-        if (float* mine = parts.add(expert_rank[size_t(e)], rows, count * width)) std::copy(rows, rows + count * width, mine);
+        if (float* mine = parts.add(expert_rank[size_t(e)], rows, count * width))
+            std::copy(rows, rows + count * width, mine);
     }
     if (!also.empty()) parts.add_products(ctx, also, x, also.front().w->cols, n);
     parts.exchange();

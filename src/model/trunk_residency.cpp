@@ -63,8 +63,8 @@ public:
                   [](const gguf::TensorInfo* a, const gguf::TensorInfo* b) { return a->data < b->data; });
     }
     FileRange locate(const MatrixView& view) const {
-        const auto after = std::upper_bound(by_data_.begin(), by_data_.end(), view.data,
-                                            [](const uint8_t* data, const gguf::TensorInfo* t) { return data < t->data; });
+        const auto starts_after = [](const uint8_t* data, const gguf::TensorInfo* t) { return data < t->data; };
+        const auto after = std::upper_bound(by_data_.begin(), by_data_.end(), view.data, starts_after);
         const gguf::TensorInfo* t = *(after - 1);  // the tensor the view lies in
         return {t->part, t->file_offset + uint64_t(view.data - t->data), uint64_t(view.rows) * view.row_stride};
     }

@@ -6,9 +6,9 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sys/prctl.h>
-#include <vector>
 
 #include "parallel/collective.h"
 #include "util/error.h"
@@ -170,8 +170,8 @@ private:
         MPI_Request request;
         const char* call = root_only ? "MPI_Igatherv" : "MPI_Iallgatherv";
         if (root_only)
-            check(MPI_Igatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(), MPI_FLOAT, 0,
-                               comm_, &request),
+            check(MPI_Igatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(), MPI_FLOAT,
+                               0, comm_, &request),
                   call);
         else
             check(MPI_Iallgatherv(mine.data(), int(mine.size()), MPI_FLOAT, all, sizes.data(), offsets.data(),

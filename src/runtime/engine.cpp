@@ -75,8 +75,8 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
     }
     const model::HParams& hp = model->hparams();
     // A parallel job's rank keeps its trunk (after Model::shard) and its share of the routed experts.
-    const uint64_t file_bytes =
-        n_ranks == 1 ? model_file_bytes(model->file()) : model->trunk_bytes() + routed_expert_bytes(*model) / uint64_t(n_ranks);
+    const uint64_t file_bytes = n_ranks == 1 ? model_file_bytes(model->file())
+                                             : model->trunk_bytes() + routed_expert_bytes(*model) / uint64_t(n_ranks);
     constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
     const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
     if (options.prompt_cache_bytes) {
@@ -155,8 +155,9 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
     }
     parallel::agree_on_model(*options.collective, load_error, engine->impl_->identity, options.parallel_start_timeout);
     const std::vector<int32_t> expert_ranks = engine->impl_->model->expert_ranks();
-    parallel::agree_on(*options.collective,
-                       std::string(reinterpret_cast<const char*>(expert_ranks.data()), expert_ranks.size() * sizeof(int32_t)),
+    const std::string assignment(reinterpret_cast<const char*>(expert_ranks.data()),
+                                 expert_ranks.size() * sizeof(int32_t));
+    parallel::agree_on(*options.collective, assignment,
                        "assignment of routed experts to ranks (from --expert-stats " +
                            options.residency.expert_stats_path + ")",
                        options.parallel_start_timeout);
