@@ -28,6 +28,8 @@ Model::~Model() = default;
 
 void Model::shard(int rank, int size, std::span<const double> expert_loads) {
     shard_weights(weights_, hp_, rank, size, expert_loads);
+    rank_ = rank;
+    n_ranks_ = size;
 }
 
 std::vector<int32_t> Model::expert_ranks() const {

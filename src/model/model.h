@@ -58,7 +58,7 @@ public:
 
     // Keeps only rank `rank` of `size`'s share of the weights (model/shard.h); expert_loads
     // ([n_layer][n_expert], or empty) balance the routed experts. Call before make_trunk_resident()
-    // (which then copies only this rank's rows of the heads' matrices) and before any new_state().
+    // (which then copies only the rows this rank reads) and before any new_state().
     void shard(int rank, int size, std::span<const double> expert_loads = {});
     // The rank that runs each routed expert, layer after layer ([n_layer][n_expert] for the MoE
     // layers), after shard(): what every rank of a job must agree on.
@@ -70,8 +70,8 @@ public:
     // layer's routed experts (n_used of n_expert), one embedding row. For speed-of-light figures.
     uint64_t weight_bytes_per_token() const;
 
-    // Bytes the trunk (every weight matrix but the routed experts; after shard(), this rank's rows
-    // of the heads' matrices) takes once made resident.
+    // Bytes the trunk (every weight matrix but the routed experts; after shard(), the rows of them
+    // this rank reads) takes once made resident.
     uint64_t trunk_bytes() const;
     // Copies the trunk into memory the model owns (pread, then dropped from the page cache) and points the
     // weights at it: afterwards only routed experts are still reached through the mapped file
@@ -89,6 +89,7 @@ private:
     HParams hp_;
     ModelWeights weights_;
     util::AnonymousMemory trunk_;  // the resident trunk, when make_trunk_resident() ran
+    int rank_ = 0, n_ranks_ = 1;   // this process's part of a parallel job (shard())
 };
 
 }  // namespace k3::model
