@@ -121,20 +121,26 @@ void decode_panel(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks,
             const Block& block = reinterpret_cast<const Block*>(w + size_t(r) * w_stride)[b];
             q8k_simd::Decoded decoded;
             q8k_simd::Simd<Format>::decode(block, decoded);
-            // Decoded::scales: slot 2k's scale in lane k of the low half, slot 2k+1's in the high half.
-            alignas(32) int16_t scales[16], mins[16];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(scales), decoded.scales);
-            if constexpr (Format::kOffset) _mm256_store_si256(reinterpret_cast<__m256i*>(mins), decoded.mins);
+            const __m512i scales = _mm512_castsi256_si512(decoded.scales);
+            // Per 128-bit lane of 8 int16: their low bytes, then their high bytes.
+            const __m512i low_then_high = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+            // Decoded::mins holds slot j's min in lane j; each fits a byte: byte j of both halves.
+            __m256i min_bytes = _mm256_setzero_si256();
+            if constexpr (Format::kOffset) min_bytes = _mm256_broadcastsi128_si256(_mm256_cvtepi16_epi8(decoded.mins));
             for (int k = 0; k < 8; ++k) {
-                const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(scales[k])),
-                                                         _mm256_set1_epi16(scales[8 + k]), 1);
+                // Decoded::scales holds slot 2k's scale in lane k and slot 2k+1's in lane 8 + k.
+                const __m512i scale = _mm512_permutexvar_epi16(
+                    _mm512_inserti64x4(_mm512_set1_epi16(int16_t(k)), _mm256_set1_epi16(int16_t(8 + k)), 1), scales);
                 const __m512i product = _mm512_mullo_epi16(_mm512_cvtepi8_epi16(signed_levels<Format>(decoded, k)), scale);
+                // The low bytes of the 32 products, then their high bytes (as int8: product >> 8).
+                const __m512i bytes = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
+                                                               _mm512_shuffle_epi8(product, low_then_high));
                 const size_t to = at + size_t(k / 2) * kPanelTile + 32 * (k % 2);
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.low + to), _mm512_cvtepi16_epi8(product));
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.high + to), _mm512_cvtepi16_epi8(_mm512_srai_epi16(product, 8)));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.low + to), _mm512_castsi512_si256(bytes));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.high + to), _mm512_extracti64x4_epi64(bytes, 1));
                 if constexpr (Format::kOffset)
                     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.mins + to),
-                                        _mm256_set_m128i(_mm_set1_epi8(char(mins[2 * k + 1])), _mm_set1_epi8(char(mins[2 * k]))));
+                                        _mm256_shuffle_epi8(min_bytes, _mm256_set_m128i(_mm_set1_epi8(char(2 * k + 1)), _mm_set1_epi8(char(2 * k)))));
             }
             p.d[b * kTileRows + r] = weight_factor<Format>(Format::d_bits(block));
             if constexpr (Format::kOffset) p.dmin[b * kTileRows + r] = weight_factor<Format>(Format::dmin_bits(block));
