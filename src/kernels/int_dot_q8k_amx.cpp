@@ -42,7 +42,7 @@ struct PackedBlock {
 static_assert(sizeof(PackedBlock) == 4160);
 
 // A decoded panel: per block and chunk the A tiles (low bytes, high bytes, slot mins), and per
-// block the rows' d and dmin; then the C tiles' int32 results.
+// block the rows' d and dmin; then a run's accumulators and the C tiles' int32 results.
 struct Panel {
     uint8_t* low;   // [n_blocks][kChunks][16][64]
     int8_t* high;   // same
@@ -50,15 +50,29 @@ struct Panel {
     float* d;       // [n_blocks][16]
     float* dmin;    // [n_blocks][16]
     int32_t* sums;  // [3][16 rows][16 tokens]
+    __m512* acc;    // [kRunGroups][16 rows], 16 tokens each
+    __m512* off;    // same
+    float* values;  // [16 rows][16 tokens]
 };
 
 size_t tiles_bytes(int64_t n_blocks) { return size_t(n_blocks) * kChunks * kPanelTile; }
 size_t factors_bytes(int64_t n_blocks) { return size_t(n_blocks) * kTileRows * sizeof(float); }
 constexpr size_t kSumsBytes = 3 * kTileRows * kAmxTokens * sizeof(int32_t);
+// Token groups multiplied with one block while its A tiles are in L1: their accumulators (2 KiB
+// each) and the block's 12 KiB of tiles within L1's 48 KiB.
+constexpr int kRunGroups = 8;
+constexpr size_t kAccBytes = kRunGroups * kTileRows * sizeof(__m512);
+constexpr size_t kValuesBytes = kTileRows * kAmxTokens * sizeof(float);
 
 Panel split_scratch(void* scratch, int64_t n_blocks) {
     auto* bytes = static_cast<uint8_t*>(scratch);
     Panel p{};
+    p.acc = reinterpret_cast<__m512*>(bytes);
+    bytes += kAccBytes;
+    p.off = reinterpret_cast<__m512*>(bytes);
+    bytes += kAccBytes;
+    p.values = reinterpret_cast<float*>(bytes);
+    bytes += kValuesBytes;
     p.sums = reinterpret_cast<int32_t*>(bytes);
     bytes += kSumsBytes;
     p.d = reinterpret_cast<float*>(bytes);
@@ -148,45 +162,53 @@ void decode_panel(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks,
     }
 }
 
-// One token group against the decoded panel: per block the tile products, then per row the two
-// fmas of int_dot.h over the group's 16 tokens.
+// Block b of the decoded panel times one token group: the tile products, then per row the two
+// fmas of int_dot.h over the group's 16 tokens (acc, off: the group's 16 rows).
 template <typename Format>
-void group_products(const PackedBlock* group, int64_t n_blocks, const Panel& p, __m512* acc, __m512* off) {
+[[gnu::always_inline]] inline void block_products(const PackedBlock& block, int64_t b, const Panel& p, __m512* acc, __m512* off) {
     constexpr int kSumStride = kAmxTokens * sizeof(int32_t);
-    for (int r = 0; r < kTileRows; ++r) acc[r] = off[r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const size_t at = size_t(b) * kChunks * kPanelTile;
-        _tile_zero(0);
-        _tile_zero(1);
-        if constexpr (Format::kOffset) _tile_zero(2);
-        for (int c = 0; c < kChunks; ++c) {
-            _tile_loadd(3, group[b].qs[c], kAmxTokens * 4);
-            _tile_loadd(4, p.low + at + c * kPanelTile, kChunk);
-            _tile_dpbusd(0, 4, 3);
-            _tile_loadd(5, p.high + at + c * kPanelTile, kChunk);
-            _tile_dpbssd(1, 5, 3);
-            if constexpr (Format::kOffset) {
-                _tile_loadd(6, p.mins + at + c * kPanelTile, kChunk);
-                _tile_dpbusd(2, 6, 3);
-            }
-        }
-        _tile_stored(0, p.sums, kSumStride);
-        _tile_stored(1, p.sums + 256, kSumStride);
-        if constexpr (Format::kOffset) _tile_stored(2, p.sums + 512, kSumStride);
-        const __m512 act_d = _mm512_loadu_ps(group[b].d);
-        const float* w_d = p.d + b * kTileRows;
-        const float* w_dmin = p.dmin + b * kTileRows;
-        for (int r = 0; r < kTileRows; ++r) {
-            const __m512i low = _mm512_loadu_si512(p.sums + r * kAmxTokens);
-            const __m512i high = _mm512_loadu_si512(p.sums + 256 + r * kAmxTokens);
-            const __m512 isum = _mm512_cvtepi32_ps(_mm512_add_epi32(low, _mm512_slli_epi32(high, 8)));
-            acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(w_d[r]), act_d), isum, acc[r]);
-            if constexpr (Format::kOffset) {
-                const __m512 msum = _mm512_cvtepi32_ps(_mm512_loadu_si512(p.sums + 512 + r * kAmxTokens));
-                off[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(w_dmin[r]), act_d), msum, off[r]);
-            }
+    const size_t at = size_t(b) * kChunks * kPanelTile;
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (Format::kOffset) _tile_zero(2);
+    for (int c = 0; c < kChunks; ++c) {
+        _tile_loadd(3, block.qs[c], kAmxTokens * 4);
+        _tile_loadd(4, p.low + at + c * kPanelTile, kChunk);
+        _tile_dpbusd(0, 4, 3);
+        _tile_loadd(5, p.high + at + c * kPanelTile, kChunk);
+        _tile_dpbssd(1, 5, 3);
+        if constexpr (Format::kOffset) {
+            _tile_loadd(6, p.mins + at + c * kPanelTile, kChunk);
+            _tile_dpbusd(2, 6, 3);
         }
     }
+    _tile_stored(0, p.sums, kSumStride);
+    _tile_stored(1, p.sums + 256, kSumStride);
+    if constexpr (Format::kOffset) _tile_stored(2, p.sums + 512, kSumStride);
+    const __m512 act_d = _mm512_loadu_ps(block.d);
+    const float* w_d = p.d + b * kTileRows;
+    const float* w_dmin = p.dmin + b * kTileRows;
+    for (int r = 0; r < kTileRows; ++r) {
+        const __m512i low = _mm512_loadu_si512(p.sums + r * kAmxTokens);
+        const __m512i high = _mm512_loadu_si512(p.sums + 256 + r * kAmxTokens);
+        const __m512 isum = _mm512_cvtepi32_ps(_mm512_add_epi32(low, _mm512_slli_epi32(high, 8)));
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(w_d[r]), act_d), isum, acc[r]);
+        if constexpr (Format::kOffset) {
+            const __m512 msum = _mm512_cvtepi32_ps(_mm512_loadu_si512(p.sums + 512 + r * kAmxTokens));
+            off[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(w_dmin[r]), act_d), msum, off[r]);
+        }
+    }
+}
+
+// Rows [r0, r0 + rows) of y for one group's tokens: the 16×16 (row, token) results transposed
+// through `values`, so that each token's rows go out in one masked store.
+inline void store_group(const __m512* acc, const __m512* off, int rows, int tokens, float* values, float* y, int64_t y_stride) {
+    for (int r = 0; r < kTileRows; ++r) _mm512_store_ps(values + r * kAmxTokens, _mm512_sub_ps(acc[r], off[r]));
+    const __m512i row_starts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                  _mm512_set1_epi32(kAmxTokens));
+    const __mmask16 row_mask = __mmask16((1u << rows) - 1);
+    for (int t = 0; t < tokens; ++t)
+        _mm512_mask_storeu_ps(y + t * y_stride, row_mask, _mm512_i32gather_ps(row_starts, values + t, sizeof(float)));
 }
 
 template <typename Format>
@@ -194,23 +216,28 @@ void int_dot_amx(const void* weight_rows, size_t weight_stride, int64_t n_rows, 
                  int64_t n_tokens, int64_t n, float* y, int64_t y_stride, void* scratch) {
     const int64_t n_blocks = n / 256;
     const Panel p = split_scratch(scratch, n_blocks);
+    const int64_t n_groups = (n_tokens + kAmxTokens - 1) / kAmxTokens;
     const TileConfig config;
     asm volatile("" ::: "memory");  // the whole configuration written before ldtilecfg reads it
     _tile_loadconfig(&config);
+    const auto group_at = [&](int64_t g) {
+        return reinterpret_cast<const PackedBlock*>(static_cast<const uint8_t*>(act_groups) + size_t(g) * group_stride);
+    };
     for (int64_t r0 = 0; r0 < n_rows; r0 += kTileRows) {
         const int rows = int(std::min<int64_t>(kTileRows, n_rows - r0));
         decode_panel<Format>(static_cast<const uint8_t*>(weight_rows) + size_t(r0) * weight_stride, weight_stride, rows, n_blocks, p);
         asm volatile("" ::: "memory");  // the panel stored before the tile loads read it
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += kAmxTokens) {
-            const auto* group =
-                reinterpret_cast<const PackedBlock*>(static_cast<const uint8_t*>(act_groups) + size_t(t0 / kAmxTokens) * group_stride);
-            __m512 acc[kTileRows], off[kTileRows];
-            group_products<Format>(group, n_blocks, p, acc, off);
-            const int tokens = int(std::min<int64_t>(kAmxTokens, n_tokens - t0));
-            for (int r = 0; r < rows; ++r) {
-                alignas(64) float values[kAmxTokens];
-                _mm512_store_ps(values, _mm512_sub_ps(acc[r], off[r]));
-                for (int t = 0; t < tokens; ++t) y[(t0 + t) * y_stride + r0 + r] = values[t];
+        // Blocks outside, a run of token groups inside: each block's A tiles stay in L1 for the run.
+        for (int64_t g0 = 0; g0 < n_groups; g0 += kRunGroups) {
+            const int64_t run = std::min<int64_t>(kRunGroups, n_groups - g0);
+            for (int64_t i = 0; i < run * kTileRows; ++i) p.acc[i] = p.off[i] = _mm512_setzero_ps();
+            for (int64_t b = 0; b < n_blocks; ++b)
+                for (int64_t g = 0; g < run; ++g)
+                    block_products<Format>(group_at(g0 + g)[b], b, p, p.acc + g * kTileRows, p.off + g * kTileRows);
+            for (int64_t g = 0; g < run; ++g) {
+                const int64_t t0 = (g0 + g) * kAmxTokens;
+                store_group(p.acc + g * kTileRows, p.off + g * kTileRows, rows, int(std::min<int64_t>(kAmxTokens, n_tokens - t0)),
+                            p.values, y + t0 * y_stride + r0, y_stride);
             }
         }
     }
@@ -223,7 +250,7 @@ size_t amx_q8k_group_bytes(int64_t n) { return size_t(n / 256) * sizeof(PackedBl
 
 size_t amx_q8k_scratch_bytes(int64_t n) {
     const int64_t n_blocks = n / 256;
-    return kSumsBytes + 2 * factors_bytes(n_blocks) + 3 * tiles_bytes(n_blocks);
+    return 2 * kAccBytes + kValuesBytes + kSumsBytes + 2 * factors_bytes(n_blocks) + 3 * tiles_bytes(n_blocks);
 }
 
 void pack_act_amx_q8k(const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* out) {

@@ -215,7 +215,8 @@ TEST_P(IntDotQ8K, TileKernelsEqualTheReferenceAtEveryRowAndTokenCount) {
 }
 
 // The AMX tile kernel gives every (row, token) exactly the scalar reference's value for row
-// counts around its 16-row panels and token counts around its 16-token groups, on the zoo's rows
+// counts around its 16-row panels and token counts around its 16-token groups and its runs of
+// 8 groups, on the zoo's rows
 // (two per row: 1024 values) and on random block bytes (every level, scale and min byte; NaN
 // against NaN where an f16 factor is one); matmul's AMX path (four tokens and more) the same.
 TEST_P(IntDotQ8K, AmxTilesEqualTheScalarReference) {
@@ -225,7 +226,7 @@ TEST_P(IntDotQ8K, AmxTilesEqualTheScalarReference) {
     const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
     const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
     ASSERT_NE(info, nullptr);
-    const int64_t n = 2 * kCols, max_rows = kRows / 2, max_tokens = 40;
+    const int64_t n = 2 * kCols, max_rows = kRows / 2, max_tokens = 8 * kAmxTokens + 9;  // past a run of 8 groups
     const size_t w_bytes = tensor::row_bytes(*traits_, n);
     std::vector<uint8_t> random_weights(w_bytes * max_rows);
     std::mt19937 rng(93);
@@ -249,7 +250,7 @@ TEST_P(IntDotQ8K, AmxTilesEqualTheScalarReference) {
     for (const uint8_t* weights : {info->data, static_cast<const uint8_t*>(random_weights.data())}) {
         const char* source = weights == info->data ? "zoo" : "random";
         for (int64_t rows : {int64_t(1), int64_t(5), int64_t(16), int64_t(17), max_rows})
-            for (int64_t tokens : {int64_t(1), int64_t(4), int64_t(15), int64_t(16), int64_t(17), max_tokens}) {
+            for (int64_t tokens : {int64_t(1), int64_t(4), int64_t(15), int64_t(16), int64_t(17), int64_t(128), max_tokens}) {
                 std::vector<float> y(size_t(tokens * y_stride), -1.0f);
                 dot_amx(weights, w_bytes, rows, groups.data(), group_bytes, tokens, n, y.data(), y_stride, aligned);
                 for (int64_t t = 0; t < tokens; ++t)
