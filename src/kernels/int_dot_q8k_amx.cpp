@@ -18,7 +18,6 @@
 #include <cstring>
 
 #include "kernels/int_dot_q8k.h"
-#include "tensor/float_formats.h"
 
 #pragma GCC push_options
 #pragma GCC target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
@@ -94,13 +93,6 @@ struct alignas(64) TileConfig {
     uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16};
 };
 
-template <typename Format>
-float weight_factor(uint16_t f16_bits) {
-    const float value = tensor::f16_to_f32(f16_bits);
-    if constexpr (Format::kDFactor != 1.0f) return value * Format::kDFactor;
-    return value;
-}
-
 // Register k of a decoded block as signed levels (elements 32k..32k+31).
 template <typename Format>
 [[gnu::always_inline]] inline __m256i signed_levels(const q8k_simd::Decoded& w, int k) {
@@ -156,8 +148,8 @@ void decode_panel(const uint8_t* w, size_t w_stride, int rows, int64_t n_blocks,
                     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.mins + to),
                                         _mm256_shuffle_epi8(min_bytes, _mm256_set_m128i(_mm_set1_epi8(char(2 * k + 1)), _mm_set1_epi8(char(2 * k)))));
             }
-            p.d[b * kTileRows + r] = weight_factor<Format>(Format::d_bits(block));
-            if constexpr (Format::kOffset) p.dmin[b * kTileRows + r] = weight_factor<Format>(Format::dmin_bits(block));
+            p.d[b * kTileRows + r] = q8k_formats::weight_factor<Format>(Format::d_bits(block));
+            if constexpr (Format::kOffset) p.dmin[b * kTileRows + r] = q8k_formats::weight_factor<Format>(Format::dmin_bits(block));
         }
     }
 }
