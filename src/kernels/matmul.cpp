@@ -99,9 +99,12 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + row_group - 1) / row_group * row_group;
     for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
     // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
-    // (Whole groups of AMX tokens.)
+    // (Whole groups of AMX tokens; all of them × Q8_K, whose kernel keeps its own runs in L1 and
+    // decodes each weight panel once per call.)
     const int64_t fitting = int64_t(kTileBytes / act_bytes);
-    const int64_t token_run = amx_packed ? std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens : std::max<int64_t>(1, fitting);
+    const int64_t token_run = !amx_packed                     ? std::max<int64_t>(1, fitting)
+                              : format == ActivationFormat::q8_K ? n_tokens
+                                                                 : std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens;
     pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         size_t k = 0;
         for (int64_t tasks_of_output; task >= (tasks_of_output = (outputs[k].w->rows + tile - 1) / tile); ++k)
