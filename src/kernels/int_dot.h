@@ -68,13 +68,15 @@ using IntDotLanesFn = IntDotTileFn;
 // AMX int8 tiles (isa.h: amx_supported()), for prefill: 16 weight rows by kAmxTokens tokens per
 // tile product, the tokens of each group packed once per matmul (pack_act_amx) into the tiles'
 // layout. y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit. For the × Q8_0 formats
-// without an offset (Q8_0, MXFP4, Q4_0, Q5_0, IQ4_NL).
+// without an offset (Q8_0, MXFP4, Q4_0, Q5_0, IQ4_NL) and the 256-value formats × Q8_K.
 constexpr int kAmxTokens = 16;
-size_t amx_group_bytes(int64_t n);    // one packed group of kAmxTokens rows of n values
-size_t amx_scratch_bytes(int64_t n);  // the scratch one call needs for rows of n values
-// Packs n_tokens <= kAmxTokens Q8_0 rows (act_stride bytes apart) into one group; tokens past
-// n_tokens are zeros.
-void pack_act_amx(const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* group);
+// One packed group of kAmxTokens activation rows of n values; the scratch one call needs for
+// rows of n values (format: q8_0 or q8_K, the weight type's activation_format).
+size_t amx_group_bytes(ActivationFormat format, int64_t n);
+size_t amx_scratch_bytes(ActivationFormat format, int64_t n);
+// Packs n_tokens <= kAmxTokens activation rows (act_stride bytes apart) into one group; tokens
+// past n_tokens are zeros.
+void pack_act_amx(ActivationFormat format, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* group);
 // act_groups: ceil(n_tokens / kAmxTokens) packed groups, group_stride bytes apart; scratch:
 // amx_scratch_bytes(n) bytes, 64-byte aligned.
 using IntDotAmxFn = void (*)(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_groups,

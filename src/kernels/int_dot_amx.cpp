@@ -16,6 +16,7 @@
 
 #include "kernels/int_dot.h"
 #include "kernels/int_dot_formats.h"
+#include "kernels/int_dot_q8k.h"
 
 #pragma GCC push_options
 #pragma GCC target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
@@ -166,17 +167,22 @@ void int_dot_amx(const void* weight_rows, size_t weight_stride, int64_t n_rows, 
 
 }  // namespace
 
-size_t amx_group_bytes(int64_t n) { return size_t(n / kBlockValues) * sizeof(PackedBlock); }
+size_t amx_group_bytes(ActivationFormat format, int64_t n) {
+    if (format == ActivationFormat::q8_K) return amx_q8k_group_bytes(n);
+    return size_t(n / kBlockValues) * sizeof(PackedBlock);
+}
 
-size_t amx_scratch_bytes(int64_t n) {
+size_t amx_scratch_bytes(ActivationFormat format, int64_t n) {
+    if (format == ActivationFormat::q8_K) return amx_q8k_scratch_bytes(n);
     const int64_t n_blocks = n / kBlockValues;
     return kSlotsBytes + kSumsBytes + scales_bytes(n_blocks) + levels_bytes(n_blocks);
 }
 
-void pack_act_amx(const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* out) {
+void pack_act_amx(ActivationFormat format, const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* out) {
+    if (format == ActivationFormat::q8_K) return pack_act_amx_q8k(act_rows, act_stride, n_tokens, n, out);
     const int64_t n_blocks = n / kBlockValues;
     auto* packed = static_cast<PackedBlock*>(out);
-    std::memset(out, 0, amx_group_bytes(n));
+    std::memset(out, 0, amx_group_bytes(format, n));
     for (int64_t t = 0; t < std::min<int64_t>(n_tokens, kAmxTokens); ++t) {
         const auto* blocks = reinterpret_cast<const ActBlockQ8_0*>(static_cast<const uint8_t*>(act_rows) + size_t(t) * act_stride);
         for (int64_t b = 0; b < n_blocks; ++b) {
@@ -195,7 +201,7 @@ IntDotAmxFn int_dot_amx_kernel(tensor::Type weight) {
         case tensor::Type::Q4_0: return int_dot_amx<Q4_0>;
         case tensor::Type::Q5_0: return int_dot_amx<Q5_0>;
         case tensor::Type::IQ4_NL: return int_dot_amx<Iq4Nl>;
-        default: return nullptr;  // the offset formats (Q8_1 activations) and the 256-value ones
+        default: return amx_q8k_int_dot(weight);  // null for the offset formats (Q8_1 activations)
     }
 }
 

@@ -9,14 +9,6 @@
 namespace k3::kernels {
 namespace {
 
-// d or dmin of a block: its f16 bits times the format's kDFactor.
-template <typename Format>
-float weight_factor(uint16_t f16_bits) {
-    const float value = tensor::f16_to_f32(f16_bits);
-    if constexpr (Format::kDFactor != 1.0f) return value * Format::kDFactor;
-    return value;
-}
-
 // Per block one integer sum with the integer slot scales applied (and one of
 // the slot mins times the activation's slot sums), then one f32 fma each.
 template <typename Format>
@@ -35,12 +27,12 @@ float int_dot_scalar(const void* weight_row, const void* act_row, int64_t n) {
             for (int i = 16 * j; i < 16 * j + 16; ++i) slot += int32_t(q[i]) * int32_t(a[b].qs[i]);
             isum += sc[j] * slot;
         }
-        acc = std::fma(weight_factor<Format>(Format::d_bits(w[b])) * a[b].d, float(isum), acc);
+        acc = std::fma(q8k_formats::weight_factor<Format>(Format::d_bits(w[b])) * a[b].d, float(isum), acc);
         if constexpr (Format::kOffset) {
             Format::slot_mins(w[b], m);
             int32_t msum = 0;
             for (int j = 0; j < kQ8KSlots; ++j) msum += m[j] * int32_t(a[b].bsums[j]);
-            off = std::fma(weight_factor<Format>(Format::dmin_bits(w[b])) * a[b].d, float(msum), off);
+            off = std::fma(q8k_formats::weight_factor<Format>(Format::dmin_bits(w[b])) * a[b].d, float(msum), off);
         }
     }
     return acc - off;

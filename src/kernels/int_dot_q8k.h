@@ -19,5 +19,10 @@ IntDotFn avx512_q8k_int_dot(tensor::Type weight);  // AVX-512 VL + VNNI
 // The tile kernels of the SIMD levels (IntDotTileFn), for the same types.
 IntDotTileFn avx2_q8k_int_dot_tile(tensor::Type weight);
 IntDotTileFn avx512_q8k_int_dot_tile(tensor::Type weight);
+// AMX (int_dot_q8k_amx.cpp): int_dot.h's AMX kernel and its packing for these types.
+IntDotAmxFn amx_q8k_int_dot(tensor::Type weight);
+size_t amx_q8k_group_bytes(int64_t n);
+size_t amx_q8k_scratch_bytes(int64_t n);
+void pack_act_amx_q8k(const void* act_rows, size_t act_stride, int64_t n_tokens, int64_t n, void* group);
 
 }  // namespace k3::kernels

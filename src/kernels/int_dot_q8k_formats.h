@@ -12,6 +12,7 @@
 #include "tensor/block_iq_grid.h"
 #include "tensor/block_kquants.h"
 #include "tensor/block_ternary.h"
+#include "tensor/float_formats.h"
 #include "tensor/iq_grids.h"
 #include "tensor/quant_bytes.h"
 #include "tensor/tensor_type.h"
@@ -298,6 +299,14 @@ struct Tq2 {
     }
     static uint16_t d_bits(const BlockType& b) { return tensor::load_u16(b.d); }
 };
+
+// d or dmin of a block: its f16 bits times the format's kDFactor.
+template <typename Format>
+float weight_factor(uint16_t f16_bits) {
+    const float value = tensor::f16_to_f32(f16_bits);
+    if constexpr (Format::kDFactor != 1.0f) return value * Format::kDFactor;
+    return value;
+}
 
 // Calls f.template operator()<Format>() for the format of `type`; `none` for other types.
 template <typename Result, typename F>

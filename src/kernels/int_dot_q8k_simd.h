@@ -427,6 +427,18 @@ K3_Q8K_INLINE __m128 weight_factors(const uint16_t* f16_bits) {
     return value;
 }
 
+// Block b of the kRows rows after the tile's, into L2 while the tile's own block is multiplied:
+// the weights stream from memory once, and rows of a few KiB are too short for the hardware
+// prefetcher to run ahead of four interleaved rows (the Q8_0 tiles' reason, int_dot_simd.h).
+template <typename Block, int kRows>
+K3_Q8K_INLINE void prefetch_next_tile(const uint8_t* weights, size_t weight_stride, int64_t b) {
+    for (int r = kRows; r < 2 * kRows; ++r) {
+        const auto* block = reinterpret_cast<const char*>(weights + size_t(r) * weight_stride + size_t(b) * sizeof(Block));
+        for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(block + line, _MM_HINT_T1);
+        _mm_prefetch(block + sizeof(Block) - 1, _MM_HINT_T1);  // the line a block's end crosses into
+    }
+}
+
 // kRows weight rows × kTokens activation rows: lane kTokens·r + t of the accumulators is
 // (row r, token t), each weight block decoded once for the tile's tokens.
 template <typename Format, typename Products, int kRows, int kTokens>
@@ -436,6 +448,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     using Block = typename Format::BlockType;
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
+        prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
         __m256i sums[4] = {}, mins[4] = {};
         uint16_t d_bits[4] = {}, dmin_bits[4] = {};
         alignas(16) float d_act[4] = {};

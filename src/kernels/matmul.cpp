@@ -64,7 +64,7 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     const bool amx_packed = prefill && amx_enabled() && std::all_of(outputs.begin(), outputs.end(), [](const MatmulOutput& o) {
         return int_dot_amx_kernel(o.w->type->type) != nullptr;
     });
-    const size_t group_bytes = amx_group_bytes(cols);
+    const size_t group_bytes = amx_group_bytes(format, cols);
     thread_local std::vector<uint8_t> amx_rows;
     if (amx_packed && amx_rows.size() < group_bytes * size_t((n_tokens + kAmxTokens - 1) / kAmxTokens))
         amx_rows.resize(group_bytes * size_t((n_tokens + kAmxTokens - 1) / kAmxTokens));
@@ -84,7 +84,7 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
         pool.parallel_for((n_tokens + kAmxTokens - 1) / kAmxTokens, [&](int64_t g, int) {
             const int64_t t0 = g * kAmxTokens, count = std::min<int64_t>(kAmxTokens, n_tokens - t0);
             for (int64_t t = t0; t < t0 + count; ++t) quantize(t);
-            pack_act_amx(act + size_t(t0) * act_bytes, act_bytes, count, cols, amx_groups + size_t(g) * group_bytes);
+            pack_act_amx(format, act + size_t(t0) * act_bytes, act_bytes, count, cols, amx_groups + size_t(g) * group_bytes);
         });
     } else if (n_tokens <= 2) {
         for (int64_t t = 0; t < n_tokens; ++t) prepare(t);
@@ -99,9 +99,12 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + row_group - 1) / row_group * row_group;
     for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
     // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
-    // (Whole groups of AMX tokens.)
+    // (Whole groups of AMX tokens; all of them × Q8_K, whose kernel keeps its own runs in L1 and
+    // decodes each weight panel once per call.)
     const int64_t fitting = int64_t(kTileBytes / act_bytes);
-    const int64_t token_run = amx_packed ? std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens : std::max<int64_t>(1, fitting);
+    const int64_t token_run = !amx_packed                     ? std::max<int64_t>(1, fitting)
+                              : format == ActivationFormat::q8_K ? n_tokens
+                                                                 : std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens;
     pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         size_t k = 0;
         for (int64_t tasks_of_output; task >= (tasks_of_output = (outputs[k].w->rows + tile - 1) / tile); ++k)
@@ -119,7 +122,7 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
             const uint8_t* run = act + size_t(t0) * act_bytes;
             if (dot_amx) {
                 dot_amx(w.row(first), w.row_stride, last - first, amx_groups + size_t(t0 / kAmxTokens) * group_bytes, group_bytes,
-                        tokens, cols, y + t0 * y_stride + first, y_stride, pool.thread_scratch(thread, amx_scratch_bytes(cols)));
+                        tokens, cols, y + t0 * y_stride + first, y_stride, pool.thread_scratch(thread, amx_scratch_bytes(format, cols)));
                 continue;
             }
             if (dot_lanes) {

@@ -214,6 +214,72 @@ TEST_P(IntDotQ8K, TileKernelsEqualTheReferenceAtEveryRowAndTokenCount) {
     }
 }
 
+// The AMX tile kernel gives every (row, token) exactly the scalar reference's value for row
+// counts around its 16-row panels and token counts around its 16-token groups and its runs of
+// 8 groups, on the zoo's rows
+// (two per row: 1024 values) and on random block bytes (every level, scale and min byte; NaN
+// against NaN where an f16 factor is one); matmul's AMX path (four tokens and more) the same.
+TEST_P(IntDotQ8K, AmxTilesEqualTheScalarReference) {
+    const IntDotAmxFn dot_amx = int_dot_amx_kernel(traits_->type);
+    if (!amx_supported()) GTEST_SKIP() << "this CPU (or its OS) has no AMX-INT8 tiles";
+    ASSERT_NE(dot_amx, nullptr);
+    const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
+    const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
+    ASSERT_NE(info, nullptr);
+    const int64_t n = 2 * kCols, max_rows = kRows / 2, max_tokens = 8 * kAmxTokens + 9;  // past a run of 8 groups
+    const size_t w_bytes = tensor::row_bytes(*traits_, n);
+    std::vector<uint8_t> random_weights(w_bytes * max_rows);
+    std::mt19937 rng(93);
+    for (uint8_t& b : random_weights) b = uint8_t(rng());
+    const size_t act_bytes = activation_row_bytes(ActivationFormat::q8_K, n);
+    std::vector<float> x;
+    std::vector<uint8_t> act(act_bytes * max_tokens);
+    for (int64_t t = 0; t < max_tokens; ++t) {
+        const std::vector<float> xt = random_row(n, uint32_t(400 + t));
+        activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(xt.data(), act.data() + t * act_bytes, n);
+        x.insert(x.end(), xt.begin(), xt.end());
+    }
+    const size_t group_bytes = amx_group_bytes(ActivationFormat::q8_K, n);
+    std::vector<uint8_t> groups(group_bytes * size_t((max_tokens + kAmxTokens - 1) / kAmxTokens));
+    for (int64_t t0 = 0; t0 < max_tokens; t0 += kAmxTokens)
+        pack_act_amx(ActivationFormat::q8_K, act.data() + t0 * act_bytes, act_bytes, std::min<int64_t>(kAmxTokens, max_tokens - t0),
+                     n, groups.data() + t0 / kAmxTokens * group_bytes);
+    std::vector<std::byte> scratch(amx_scratch_bytes(ActivationFormat::q8_K, n) + 64);
+    void* const aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+    const int64_t y_stride = max_rows + 3;
+    for (const uint8_t* weights : {info->data, static_cast<const uint8_t*>(random_weights.data())}) {
+        const char* source = weights == info->data ? "zoo" : "random";
+        for (int64_t rows : {int64_t(1), int64_t(5), int64_t(16), int64_t(17), max_rows})
+            for (int64_t tokens : {int64_t(1), int64_t(4), int64_t(15), int64_t(16), int64_t(17), int64_t(128), max_tokens}) {
+                std::vector<float> y(size_t(tokens * y_stride), -1.0f);
+                dot_amx(weights, w_bytes, rows, groups.data(), group_bytes, tokens, n, y.data(), y_stride, aligned);
+                for (int64_t t = 0; t < tokens; ++t)
+                    for (int64_t r = 0; r < y_stride; ++r) {
+                        const float got = y[size_t(t * y_stride + r)];
+                        if (r >= rows) {
+                            ASSERT_EQ(got, -1.0f) << source << ": wrote past " << rows << " rows";
+                            continue;
+                        }
+                        const float want = reference_(weights + r * w_bytes, act.data() + t * act_bytes, n);
+                        if (std::isnan(want) && std::isnan(got)) continue;
+                        ASSERT_EQ(bits_of(got), bits_of(want))
+                            << source << ": " << rows << " rows, " << tokens << " tokens, row " << r << " token " << t;
+                    }
+            }
+    }
+    if (!amx_enabled()) return;
+    const MatrixView w{traits_, info->data, n, max_rows, w_bytes};
+    ThreadPool pool(2);
+    for (int64_t count : {int64_t(4), int64_t(17), max_tokens}) {
+        std::vector<float> y(size_t(count * max_rows));
+        matmul(pool, w, x.data(), n, count, y.data(), max_rows, Numerics::native);
+        for (int64_t t = 0; t < count; ++t)
+            for (int64_t r = 0; r < max_rows; ++r)
+                ASSERT_EQ(bits_of(y[size_t(t * max_rows + r)]), bits_of(reference_(info->data + r * w_bytes, act.data() + t * act_bytes, n)))
+                    << "matmul, " << count << " tokens, token " << t << " row " << r;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, IntDotQ8K, ::testing::ValuesIn(kQ8KTypes),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 

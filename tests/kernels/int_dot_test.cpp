@@ -342,12 +342,12 @@ TEST_P(IntDot, AmxTilesEqualTheScalarReference) {
             activation_quantizer(format_, Isa::scalar)(xt.data(), act.data() + t * act_bytes, n);
             x.insert(x.end(), xt.begin(), xt.end());
         }
-        const size_t group_bytes = amx_group_bytes(n);
+        const size_t group_bytes = amx_group_bytes(format_, n);
         std::vector<uint8_t> groups(group_bytes * size_t((max_tokens + kAmxTokens - 1) / kAmxTokens));
         for (int64_t t0 = 0; t0 < max_tokens; t0 += kAmxTokens)
-            pack_act_amx(act.data() + t0 * act_bytes, act_bytes, std::min<int64_t>(kAmxTokens, max_tokens - t0), n,
+            pack_act_amx(format_, act.data() + t0 * act_bytes, act_bytes, std::min<int64_t>(kAmxTokens, max_tokens - t0), n,
                          groups.data() + t0 / kAmxTokens * group_bytes);
-        std::vector<std::byte> scratch(amx_scratch_bytes(n) + 64);
+        std::vector<std::byte> scratch(amx_scratch_bytes(format_, n) + 64);
         void* const aligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
         const int64_t y_stride = max_rows + 3;
         for (int64_t rows : {int64_t(1), int64_t(5), int64_t(16), int64_t(17), max_rows})
