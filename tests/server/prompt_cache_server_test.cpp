@@ -99,6 +99,16 @@ TEST_F(PromptCacheServer, SlotsListSaveRestoreEraseAndRefuseBadInput) {
     EXPECT_EQ(http_request(server_->port(), "GET", "/health").status, 200) << "still serving";
 }
 
+// llama-server's /completion names the reused tokens tokens_cached: an exact repeat of a 100-token
+// prompt resumes at its last KDA chunk boundary before its end, 96.
+TEST_F(PromptCacheServer, LlamaCompletionReportsTheCachedTokens) {
+    json prompt = json::array();
+    for (int i = 0; i < 100; ++i) prompt.push_back(500 + i);
+    const json body = {{"prompt", prompt}, {"n_predict", 1}, {"temperature", 0}};
+    EXPECT_EQ(post("/completion", body)["tokens_cached"], 0);
+    EXPECT_EQ(post("/completion", body)["tokens_cached"], 96);
+}
+
 // FNV-1a 64, the session file's checksum (session_file.h's layout).
 uint64_t fnv1a(const uint8_t* bytes, size_t n) {
     uint64_t hash = 0xcbf29ce484222325ull;
