@@ -71,6 +71,9 @@ async function cacheBytes() {
   return Number(metrics.match(/^k3_prompt_cache_bytes (\S+)$/m)[1]);
 }
 
+// The first pass after the start faults in the model's pages and its working memory: not measured.
+await complete(tokens(64), false);
+
 // 1. Ten turns: a first prompt, then per turn an answer + user message of --turn-tokens (the
 // answers are stand-ins of fixed text, as a client resends the answer it received), so that
 // turn 10's history is ~4,000 tokens.
@@ -94,17 +97,18 @@ console.log(`turn 10 (${history.length} prompt tokens, ${turnTokens} per turn, $
 // message boundaries (raw ids), the first answer stores checkpoints every 256 tokens, so the
 // second replays from the last one before the system prompt's end; every later one resumes at
 // that end rounded down to the 16-token KDA chunk.
+// The two sides alternate, so that a load that changes during the run weighs on both alike.
 if (part !== '1') {
   const system = tokens(1000);
   const questions = Array.from({ length: 16 }, () => tokens(50));
   let shared = 0, sharedFed = 0;
+  let alone = (await complete(system, false)).ms;
   for (const q of questions) {
     const answer = await complete(system.concat(q), true);
     shared += answer.ms;
     sharedFed += system.length + q.length - answer.cached;
+    alone += (await complete(q, false)).ms;
   }
-  let alone = (await complete(system, false)).ms;
-  for (const q of questions) alone += (await complete(q, false)).ms;
   const aloneFed = system.length + questions.length * questions[0].length;
   console.log(`1000-token system prompt + 16 questions: ${shared.toFixed(0)} ms for ${sharedFed} tokens computed; ` +
               `one cold system prompt + 16 cold questions ${alone.toFixed(0)} ms for ${aloneFed} tokens: ` +
