@@ -189,11 +189,13 @@ public:
         streams.reasoning = hide ? nullptr : interactive_ ? stdout : stderr;
         streams.dim_reasoning = isatty(fileno(interactive_ ? stdout : stderr));
         AnswerPrinter printer(engine_->tokenizer(), options_, streams, /*chat=*/true, prompter_.thinking());
+        runtime::GenerationRequest request = generation_request(options_, engine_->tokenizer(), ids, n_ctx);
+        request.boundaries = prompter_.message_boundaries(messages_, request.prompt);
         runtime::GenerationResult result;
         {
             InterruptScope interrupt_scope;
             result = runtime::generate(
-                scheduler_, generation_request(options_, engine_->tokenizer(), ids, n_ctx),
+                scheduler_, std::move(request),
                 [&](const runtime::SampledToken& token) { return printer.push(token.id); },
                 [] { return g_interrupted.load(); });
         }

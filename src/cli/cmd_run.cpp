@@ -57,10 +57,12 @@ std::string read_prompt_text(const RunOptions& options) {
     return text.str();
 }
 
-// The prompt as ids, and as the text that was tokenized (empty for --tokens).
+// The prompt as ids, and as the text that was tokenized (empty for --tokens); a chat prompt's
+// message boundaries (after --system) for the prompt cache.
 struct Prompt {
     std::string text;
     std::vector<int32_t> ids;
+    std::vector<int64_t> boundaries;
 };
 
 // `prompter` is null for a raw prompt.
@@ -72,9 +74,11 @@ Prompt build_prompt(const RunOptions& options, const ChatPrompter* prompter, con
     }
     const std::string text = read_prompt_text(options);
     if (prompter) {
-        text::ChatPrompt rendered = prompter->render(prompter->first_messages(text));
+        const ordered_json messages = prompter->first_messages(text);
+        text::ChatPrompt rendered = prompter->render(messages);
         prompt.text = std::move(rendered.text);
         prompt.ids = std::move(rendered.ids);
+        prompt.boundaries = prompter->message_boundaries(messages, prompt.ids);
         return prompt;
     }
     // A raw prompt may spell control tokens, e.g. "[BOS]".
@@ -199,8 +203,10 @@ int run_run(int argc, char** argv) {
     // the answer is cut afterwards where one process would have cut it.
     size_t answered = 0;  // tokens up to and including the one that completed a stop string
     bool stopped = false;
+    runtime::GenerationRequest request = generation_request(options.generation, tokenizer, prompt.ids, scheduler.ctx_size());
+    request.boundaries = prompt.boundaries;
     runtime::GenerationResult result = runtime::generate(
-        scheduler, generation_request(options.generation, tokenizer, prompt.ids, scheduler.ctx_size()),
+        scheduler, std::move(request),
         [&](const runtime::SampledToken& token) {
             if (!stopped) {
                 ++answered;

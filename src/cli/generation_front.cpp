@@ -100,9 +100,18 @@ ChatPrompter::ChatPrompter(std::optional<std::string> chat_template, const std::
     if (vocab.eos_id) eos_text_ = std::string(tokenizer.token_bytes(*vocab.eos_id));
 }
 
+ordered_json ChatPrompter::variables(const ordered_json& messages) const {
+    return text::chat_variables(messages, ordered_json::array(), /*add_generation_prompt=*/true, bos_text_, eos_text_,
+                                extra_);
+}
+
 text::ChatPrompt ChatPrompter::render(const ordered_json& messages) const {
-    return text::render_chat_prompt(*template_, tokenizer_, text::chat_variables(messages, ordered_json::array(), /*add_generation_prompt=*/true,
-                                                  bos_text_, eos_text_, extra_));
+    return text::render_chat_prompt(*template_, tokenizer_, variables(messages));
+}
+
+std::vector<int64_t> ChatPrompter::message_boundaries(const ordered_json& messages,
+                                                      const std::vector<int32_t>& prompt) const {
+    return text::message_boundaries(*template_, tokenizer_, variables(messages), prompt);
 }
 
 ordered_json ChatPrompter::first_messages(const std::string& text) const {

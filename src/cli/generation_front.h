@@ -64,12 +64,18 @@ public:
     // The prompt for `messages` (a JSON array) followed by the assistant's generation prompt;
     // special-token text inside the messages stays plain text.
     text::ChatPrompt render(const nlohmann::ordered_json& messages) const;
+    // Where messages end in `prompt`, render(messages)'s ids (text::message_boundaries): the
+    // request's checkpoints, so an edited last message resumes from the message before it.
+    std::vector<int64_t> message_boundaries(const nlohmann::ordered_json& messages,
+                                            const std::vector<int32_t>& prompt) const;
     // Whether the generation prompt opens a think section (K3 with thinking on, the default).
     bool thinking() const { return thinking_; }
     // messages = [system (if given), user `text`].
     nlohmann::ordered_json first_messages(const std::string& text) const;
 
 private:
+    nlohmann::ordered_json variables(const nlohmann::ordered_json& messages) const;
+
     const text::Tokenizer& tokenizer_;
     std::optional<text::ChatTemplate> template_;
     nlohmann::ordered_json extra_;  // template variables beyond messages (thinking, ...)

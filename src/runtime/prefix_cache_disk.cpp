@@ -23,21 +23,13 @@ void warn(const std::string& message) { std::fprintf(stderr, "k3: warning: promp
 PrefixCacheDisk::PrefixCacheDisk(std::string dir, uint64_t budget_bytes, uint64_t max_pending_bytes, uint64_t identity,
                                  Listener listener)
     : dir_(std::move(dir)), budget_bytes_(budget_bytes), max_pending_bytes_(max_pending_bytes), identity_(identity),
-      listener_(std::move(listener)) {
+      listener_(std::move(listener)), writer_(identity) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
     if (ec) throw Error("--cache-dir " + dir_ + ": " + ec.message());
-    writer_ = std::thread([this] { run(); });
 }
 
-PrefixCacheDisk::~PrefixCacheDisk() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
-    }
-    changed_.notify_all();
-    writer_.join();
-}
+PrefixCacheDisk::~PrefixCacheDisk() = default;
 
 std::string PrefixCacheDisk::path_for(std::span<const int32_t> tokens) const {
     const std::string_view bytes(reinterpret_cast<const char*>(tokens.data()), tokens.size_bytes());
@@ -114,43 +106,32 @@ void PrefixCacheDisk::tell(const std::vector<File>& files, bool present) const {
 void PrefixCacheDisk::write(const SessionSnapshot& state) {
     if (!state || state->tokens.empty()) return;
     std::string path = path_for(state->tokens);
-    std::lock_guard lock(mutex_);
-    if (stored_.contains(path) || pending_.contains(path)) return;
-    const uint64_t bytes = state->sequence.bytes();
-    if (pending_bytes_ > 0 && pending_bytes_ + bytes > max_pending_bytes_) return;  // the disk is behind: memory only
-    pending_bytes_ += bytes;
-    pending_.emplace(std::move(path), state);
-    queue_.push_back(state);
-    changed_.notify_all();
+    {
+        std::lock_guard lock(mutex_);
+        if (stored_.contains(path) || pending_.contains(path)) return;
+        const uint64_t bytes = state->sequence.bytes();
+        if (pending_bytes_ > 0 && pending_bytes_ + bytes > max_pending_bytes_) return;  // the disk is behind: memory only
+        pending_bytes_ += bytes;
+        pending_.emplace(path, state);
+    }
+    writer_.write(state, path, [this, state, path](uint64_t bytes, const std::string& error) {
+        if (!error.empty()) warn(error);
+        written(state, path, bytes);
+    });
 }
 
-void PrefixCacheDisk::run() {
+void PrefixCacheDisk::written(const SessionSnapshot& state, const std::string& path, uint64_t bytes) {
     std::unique_lock lock(mutex_);
-    for (;;) {
-        changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and every queued write done
-        const SessionSnapshot state = queue_.front();
-        queue_.pop_front();
-        const std::string path = path_for(state->tokens);
-        lock.unlock();
-        uint64_t written = 0;
-        try {
-            written = write_session_file(path, *state, identity_);
-        } catch (const Error& e) {
-            warn(e.what());
-        }
-        lock.lock();
-        if (written > 0) record(path, state->tokens, written);
-        const std::vector<File> deleted = delete_over_budget();
-        const bool kept = stored_.contains(path);
-        lock.unlock();
-        if (kept) listener_(state->tokens, path, true);
-        tell(deleted, false);
-        lock.lock();
-        pending_.erase(path);  // only now: flush() returns once the listener knows
-        pending_bytes_ -= state->sequence.bytes();
-        changed_.notify_all();
-    }
+    if (bytes > 0) record(path, state->tokens, bytes);
+    const std::vector<File> deleted = delete_over_budget();
+    const bool kept = stored_.contains(path);
+    lock.unlock();
+    if (kept) listener_(state->tokens, path, true);
+    tell(deleted, false);
+    lock.lock();
+    pending_.erase(path);  // only now: flush() returns once the listener knows
+    pending_bytes_ -= state->sequence.bytes();
+    changed_.notify_all();
 }
 
 SessionSnapshot PrefixCacheDisk::load(const std::string& path, const Engine& engine) {

@@ -1,6 +1,6 @@
 // The prompt cache's disk tier (--cache-dir, --cache-disk): session files (session_file.h) in a
 // folder under a size budget, the least recently used deleted first. Files are written by a
-// thread of its own, atomically (a temporary name, fsync, rename), so whoever stores a state
+// thread of its own (session_file_writer.h), atomically (a temporary name, fsync, rename), so whoever stores a state
 // (the scheduler) never waits on the disk. A file is checked against the model's identity when
 // the folder is scanned and again, with its checksum, when it is read; a foreign or damaged one
 // is ignored with a warning on stderr and left where it is.
@@ -13,17 +13,16 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <list>
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/session.h"
+#include "runtime/session_file_writer.h"
 
 namespace k3::runtime {
 
@@ -73,7 +72,8 @@ private:
         uint64_t bytes = 0;
         std::list<std::string>::iterator lru;
     };
-    void run();
+    // A queued write ended (on the writer thread): the file is recorded and the budget kept.
+    void written(const SessionSnapshot& state, const std::string& path, uint64_t bytes);
     void record(const std::string& path, std::vector<int32_t> tokens, uint64_t bytes);  // under mutex_
     // Deletes least recently used files until the budget holds; returns what went.
     std::vector<File> delete_over_budget();  // under mutex_
@@ -90,11 +90,9 @@ private:
     std::unordered_map<std::string, Stored> stored_;  // by path
     std::list<std::string> lru_;                      // paths, most recently used first
     uint64_t stored_bytes_ = 0;
-    std::deque<SessionSnapshot> queue_;
     std::unordered_map<std::string, SessionSnapshot> pending_;  // queued or being written, by path
     uint64_t pending_bytes_ = 0;
-    bool stopping_ = false;
-    std::thread writer_;  // last: started once everything above exists
+    SessionFileWriter writer_;  // last: its thread stops first, after the queued writes
 };
 
 }  // namespace k3::runtime

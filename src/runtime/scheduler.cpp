@@ -5,6 +5,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <optional>
 
 #include "model/kda.h"
@@ -64,7 +65,7 @@ struct Scheduler::Slot {
 };
 
 Scheduler::Scheduler(const Engine& engine, const SchedulerOptions& options)
-    : engine_(engine), options_(options), cache_(engine, options.cache) {
+    : engine_(engine), options_(options), cache_(engine, options.cache), slot_writer_(engine.identity()) {
     if (options_.n_slots < 1) throw Error("scheduler: n_slots must be at least 1");
     if (options_.prefill_chunk < 1) throw Error("scheduler: prefill_chunk must be at least 1");
     if (options_.ctx_size <= 0) options_.ctx_size = engine.n_ctx_train();
@@ -379,11 +380,20 @@ struct SlotClaim {
 }  // namespace
 
 SlotFileResult Scheduler::save_slot(int id, const std::string& path) {
-    Session& session = claim_idle(id);
-    const SlotClaim claim{[&] { release(id); }};
     const Clock::time_point start = Clock::now();
-    const uint64_t bytes = write_session_file(path, *session.snapshot(), engine_.identity());
-    return {session.position(), bytes, ms_between(start, Clock::now())};
+    SessionSnapshot state;
+    {
+        Session& session = claim_idle(id);
+        const SlotClaim claim{[&] { release(id); }};
+        state = session.snapshot();  // shares the session's pages: the slot may go on at once
+    }
+    auto written = std::make_shared<std::promise<uint64_t>>();
+    std::future<uint64_t> bytes = written->get_future();
+    slot_writer_.write(state, path, [written](uint64_t n, const std::string& error) {
+        if (error.empty()) written->set_value(n);
+        else written->set_exception(std::make_exception_ptr(Error(error)));
+    });
+    return {int64_t(state->tokens.size()), bytes.get(), ms_between(start, Clock::now())};
 }
 
 SlotFileResult Scheduler::restore_slot(int id, const std::string& path) {

@@ -26,6 +26,7 @@
 
 #include "runtime/generation.h"  // GenerationParams, FinishReason
 #include "runtime/prefix_cache.h"
+#include "runtime/session_file_writer.h"
 
 namespace k3::runtime {
 
@@ -142,7 +143,9 @@ public:
     std::vector<SlotInfo> slots() const;
     // An idle slot's session to a file / from a file (then also in the prompt cache, so the next
     // request resumes from it) / emptied. Throws k3::Error for an id out of range, a busy slot, a
-    // file that cannot be written, or one that is not this model's session state.
+    // file that cannot be written, or one that is not this model's session state. A save returns
+    // once the file is complete under its name; it is written by a thread of its own, from a
+    // snapshot, so the slot serves requests meanwhile.
     SlotFileResult save_slot(int id, const std::string& path);
     SlotFileResult restore_slot(int id, const std::string& path);
     int64_t erase_slot(int id);  // returns the tokens dropped
@@ -175,6 +178,7 @@ private:
     std::condition_variable delivery_wake_;
     std::deque<Delivery> deliveries_;
     bool delivery_stopping_ = false;
+    SessionFileWriter slot_writer_;  // slot files (save_slot)
     std::thread thread_, delivery_thread_;
 };
 

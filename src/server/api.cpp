@@ -145,31 +145,13 @@ Reply Api::route(const HttpRequest& request) {
     throw ApiError(404, "no such endpoint: " + path, "not_found");
 }
 
-std::vector<int32_t> Api::encode_chat(const ChatInput& input) const {
-    return text::render_chat_prompt(*template_, tokenizer_,
-                                    text::chat_variables(input.messages, input.tools, /*add_generation_prompt=*/true,
-                                                         bos_text_, eos_text_, input.template_extra))
-        .ids;
+Json Api::template_variables(const ChatInput& input) const {
+    return text::chat_variables(input.messages, input.tools, /*add_generation_prompt=*/true, bos_text_, eos_text_,
+                                input.template_extra);
 }
 
-// Where the system prompt and the messages before the last one end in `prompt`, so the prompt
-// cache keeps checkpoints there (a new conversation with the same system prompt, or the last
-// message edited, resumes from one). A rendering that is not a token prefix of the whole gives none.
-std::vector<int64_t> Api::message_boundaries(const ChatInput& input, const std::vector<int32_t>& prompt) const {
-    std::vector<int64_t> boundaries;
-    const size_t n = input.messages.size();
-    for (size_t head : {size_t(1), n - 1}) {
-        if (head == 0 || head >= n) continue;
-        const Json messages(input.messages.begin(), input.messages.begin() + std::ptrdiff_t(head));
-        const std::vector<int32_t> ids =
-            text::render_chat_prompt(*template_, tokenizer_,
-                                     text::chat_variables(messages, input.tools, /*add_generation_prompt=*/false,
-                                                          bos_text_, eos_text_, input.template_extra))
-                .ids;
-        if (ids.size() < prompt.size() && std::equal(ids.begin(), ids.end(), prompt.begin()))
-            boundaries.push_back(int64_t(ids.size()));
-    }
-    return boundaries;
+std::vector<int32_t> Api::encode_chat(const ChatInput& input) const {
+    return text::render_chat_prompt(*template_, tokenizer_, template_variables(input)).ids;
 }
 
 // Text pieces may carry control tokens (as llama.cpp's completion prompts do); ids pass as given.
@@ -274,7 +256,7 @@ runtime::GenerationRequest Api::prepare_job(GenerationParams& params, const Chat
                                     std::to_string(engine_.n_vocab()), "invalid_value");
 
     runtime::GenerationRequest job_request;
-    if (chat) job_request.boundaries = message_boundaries(*chat, prompt);
+    if (chat) job_request.boundaries = text::message_boundaries(*template_, tokenizer_, template_variables(*chat), prompt);
     job_request.cache_prompt = params.cache_prompt;
     job_request.prompt = std::move(prompt);
     job_request.params.sampling = params.sampling;

@@ -67,6 +67,8 @@ private:
                          runtime::GenerationRequest job_request, const std::shared_ptr<ResponseChannel>& channel,
                          const ResponseIdentity& identity);
     std::vector<int32_t> encode_prompt(const std::vector<PromptPiece>& pieces) const;
+    // What the chat template is given for the chat, with the generation prompt.
+    Json template_variables(const ChatInput& input) const;
     // The chat rendered and tokenized; special-token text inside messages stays plain text.
     std::vector<int32_t> encode_chat(const ChatInput& input) const;
     HttpResponse tokenize(const HttpRequest& request) const;
@@ -78,7 +80,6 @@ private:
     Json probe_template_caps() const;
     HttpResponse slots() const;
     HttpResponse slot_action(const HttpRequest& request);
-    std::vector<int64_t> message_boundaries(const ChatInput& input, const std::vector<int32_t>& prompt) const;
     HttpResponse metrics() const;
     bool authorized(const HttpRequest& request) const;
     void count(const std::string& path, int status);

@@ -240,6 +240,7 @@ void GenerationSink::finish_llama_completion(const runtime::GenerationSummary& s
                  {"model", identity_.model},
                  {"tokens_predicted", summary.n_generated},
                  {"tokens_evaluated", summary.n_prompt},
+                 {"tokens_cached", summary.n_cached},
                  {"timings", {{"queue_ms", summary.queue_ms},
                               {"first_token_ms", summary.first_token_ms},
                               {"total_ms", summary.total_ms}}}};

@@ -1,5 +1,6 @@
 #include "text/chat_prompt.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -90,6 +91,25 @@ ChatPrompt render_chat_prompt(const ChatTemplate& chat_template, const Tokenizer
     append(prompt.ids, tokenizer.encode(tail, /*parse_special=*/true));
     prompt.text.append(tail);
     return prompt;
+}
+
+std::vector<int64_t> message_boundaries(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                        const nlohmann::ordered_json& variables, std::span<const int32_t> prompt) {
+    std::vector<int64_t> boundaries;
+    const nlohmann::ordered_json& messages = variables.at("messages");
+    const size_t n = messages.size();
+    std::vector<size_t> heads;  // how many messages each boundary follows
+    if (n >= 2) heads.push_back(1);
+    if (n >= 3) heads.push_back(n - 1);
+    for (size_t head : heads) {
+        nlohmann::ordered_json prefix = variables;
+        prefix["messages"] = nlohmann::ordered_json(messages.begin(), messages.begin() + std::ptrdiff_t(head));
+        prefix["add_generation_prompt"] = false;
+        const std::vector<int32_t> ids = render_chat_prompt(chat_template, tokenizer, std::move(prefix)).ids;
+        if (ids.size() < prompt.size() && std::equal(ids.begin(), ids.end(), prompt.begin()))
+            boundaries.push_back(int64_t(ids.size()));
+    }
+    return boundaries;
 }
 
 }  // namespace k3::text

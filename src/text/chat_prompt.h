@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,13 @@ struct ChatPrompt {
 // Throws TemplateError as ChatTemplate::render does.
 ChatPrompt render_chat_prompt(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
                               nlohmann::ordered_json variables);
+
+// Where the first message and the messages before the last one end in `prompt`, the rendering
+// of `variables` (chat_variables' object, its "messages" an array): the prompt cache keeps
+// checkpoints there, so a new conversation with the same system prompt, or the last message
+// edited, resumes from one. Each is the rendering of those messages without the generation
+// prompt; one that is not a token prefix shorter than `prompt` gives none. Ascending.
+std::vector<int64_t> message_boundaries(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                        const nlohmann::ordered_json& variables, std::span<const int32_t> prompt);
 
 }  // namespace k3::text

@@ -72,6 +72,46 @@ TEST(ChatCommand, LoadContinuesASavedConversationAndResetForgetsIt) {
     EXPECT_EQ(r.err.find("prompt:", first_stats + 1), std::string::npos) << "answered after /quit: " << r.err;
 }
 
+// The prompt cache keeps a checkpoint where the messages before the last one end (#13): a
+// conversation whose last message is edited resumes there, not at the periodic checkpoint before
+// it (256), and answers as a fresh process given the edited conversation.
+TEST(ChatCommand, AnEditedLastMessageResumesAtTheMessageBoundary) {
+    testing::ScratchDir scratch;
+    const std::string history = scratch.file("history.json"), edited = scratch.file("edited.json"),
+                      cold = scratch.file("cold.json"), rendered = scratch.file("rendered.txt");
+    const json conversation = json::array(
+        {{{"role", "system"}, {"content", "You answer questions about the weather in a long and careful way, with many "
+                                          "words, so that this system prompt runs to many tokens of text."}},
+         {{"role", "user"}, {"content", "What is the weather like on a hill in the north of the country in spring?"}},
+         {{"role", "assistant"}, {"content", "Cold and windy."}}});
+    const std::string text = conversation.dump();
+    testing::write_bytes(history, text.data(), text.size());
+    // The boundary, counted apart from the chat: the history rendered alone, then tokenized.
+    const std::string model = testing::fixture("tiny-k3/model.gguf");
+    const CommandResult render = run_k3({"template", "-m", model, "--messages", history});
+    ASSERT_EQ(render.exit_code, 0) << render.err;
+    testing::write_bytes(rendered, render.out.data(), render.out.size());
+    const CommandResult ids = run_k3({"tokenize", "-m", model, "--parse-special", "-f", rendered});
+    ASSERT_EQ(ids.exit_code, 0) << ids.err;
+    const int64_t boundary = int64_t(json::parse(ids.out).size());
+    ASSERT_GT(boundary / 16 * 16, 256) << "the boundary must lie past the first periodic checkpoint";
+
+    // Thinking on, as the history was rendered (chat_args says --no-thinking).
+    const std::vector<std::string> args = {"chat", "-m", model, "--temp", "0", "-n", "8", "-t", "2"};
+    const CommandResult r = run_k3(args, "/load " + history + "\nIs it raining?\n/load " + history +
+                                             "\nIs it snowing?\n/save " + edited + "\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t second = r.err.find("prompt:", r.err.find("prompt:") + 1);
+    ASSERT_NE(second, std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(+" + std::to_string(boundary / 16 * 16) + " cached)", second), std::string::npos)
+        << "expected to resume at " << boundary << " rounded down to the KDA chunk: " << r.err;
+
+    const CommandResult fresh = run_k3(args, "/load " + history + "\nIs it snowing?\n/save " + cold + "\n");
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+    EXPECT_EQ(fresh.err.find("cached"), std::string::npos) << fresh.err;
+    EXPECT_EQ(json::parse(testing::read_text(edited)), json::parse(testing::read_text(cold)));
+}
+
 TEST(ChatCommand, PipedErrorsEndWithStatusOne) {
     CommandResult r = run_k3(chat_args(), "/bogus\n");
     EXPECT_EQ(r.exit_code, 1);

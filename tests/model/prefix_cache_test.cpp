@@ -180,9 +180,21 @@ TEST_F(PrefixCacheTest, DiskTierSurvivesARestartAndIgnoresCorruptOrForeignFiles)
     EXPECT_THROW(read_session_file(dir.file("truncated.k3state"), *engine_, engine_->identity()), Error);
     EXPECT_THROW(read_session_file(dir.file("foreign.k3state"), *engine_, engine_->identity()), Error);
 
+    ::testing::internal::CaptureStderr();
     PrefixCache restarted(*engine_, {.dir = dir.path()});
     CachedSession session(*engine_, &restarted);
-    EXPECT_EQ(expect_as_cold(session, longer), 0);  // nothing trustworthy matches: computed cold
+    const int64_t reused = expect_as_cold(session, longer);
+    const std::string warnings = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(reused, 0);  // nothing trustworthy matches: computed cold
+    const auto warned = [&](const std::string& name) {
+        return warnings.find("warning: prompt cache: ignoring " + name) != std::string::npos;
+    };
+    // Named in a warning when the folder is read: another model's and the stranger. The truncated
+    // copy and the flipped one hold the same prefix (their headers are whole), so the tree keeps
+    // one of them, refused with a warning when loaded.
+    EXPECT_TRUE(warned(dir.file("foreign.k3state"))) << warnings;
+    EXPECT_TRUE(warned(dir.file("stranger.k3state"))) << warnings;
+    EXPECT_TRUE(warned(dir.file("truncated.k3state")) || warned(checkpoint_file)) << warnings;
 }
 
 TEST_F(PrefixCacheTest, TheDefaultMemoryIsCountedIntoTheBudget) {

@@ -3,6 +3,11 @@
 // requests resume from the prompt cache with several slots busy; slot files save and restore.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <thread>
@@ -45,7 +50,8 @@ public:
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [&] { return entered_; });
     }
-    GenerationSummary wait() { return done_.get_future().get(); }
+    GenerationSummary wait() { return done_future_.get(); }
+    bool wait_for(std::chrono::seconds limit) { return done_future_.wait_for(limit) == std::future_status::ready; }
     std::vector<int32_t> tokens() {
         std::lock_guard lock(mutex_);
         return tokens_;
@@ -57,6 +63,7 @@ private:
     bool hold_, entered_ = false;
     std::vector<int32_t> tokens_;
     std::promise<GenerationSummary> done_;
+    std::shared_future<GenerationSummary> done_future_ = done_.get_future().share();
 };
 
 runtime::GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
@@ -246,6 +253,45 @@ TEST_F(SchedulerTest, SlotFilesSaveRestoreAndErase) {
     EXPECT_THROW(scheduler.restore_slot(0, dir.file("junk.bin")), Error);
     EXPECT_THROW(scheduler.restore_slot(0, dir.file("missing.bin")), Error);
     EXPECT_EQ(scheduler.slots()[0].n_tokens, 0) << "a failed restore leaves the slot as it was";
+}
+
+// A slot's file is written off the slot: a save whose write is held (its temporary file is a
+// FIFO nobody reads yet) does not keep a request from running on that slot, and answers only
+// once the write has ended (here in failure: a FIFO cannot be fsync'ed into a complete file).
+TEST_F(SchedulerTest, ASlotServesRequestsWhileItsFileIsWritten) {
+    ScratchDir dir;
+    runtime::Scheduler scheduler(*engine_, {.n_slots = 1, .ctx_size = 1024});
+    std::vector<int32_t> prompt(600);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(1 + i % 97);
+    auto first = std::make_shared<CollectingSink>();
+    ASSERT_NE(scheduler.submit(greedy(prompt, 2), first), nullptr);
+    first->wait();
+    // More than a pipe holds, so that the writer is stopped inside the file, not before it.
+    const runtime::SlotFileResult plain = scheduler.save_slot(0, dir.file("plain.bin"));
+    ASSERT_GT(plain.n_bytes, uint64_t(256) << 10) << "the state must outgrow the pipe's buffer";
+
+    const std::string path = dir.file("held.bin");
+    const std::string temp = path + ".tmp" + std::to_string(::getpid());  // write_session_file's name
+    ASSERT_EQ(::mkfifo(temp.c_str(), 0600), 0);
+    const int fifo = ::open(temp.c_str(), O_RDONLY | O_NONBLOCK);
+    ASSERT_GE(fifo, 0);
+    std::future<runtime::SlotFileResult> saving =
+        std::async(std::launch::async, [&] { return scheduler.save_slot(0, path); });
+    pollfd ready{fifo, POLLIN, 0};
+    ASSERT_EQ(::poll(&ready, 1, 60'000), 1) << "the write never began";
+
+    auto second = std::make_shared<CollectingSink>();
+    ASSERT_NE(scheduler.submit(greedy({5, 6, 7}, 2), second), nullptr);
+    const bool answered_while_writing =
+        second->wait_for(std::chrono::seconds(60)) && saving.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+
+    ::fcntl(fifo, F_SETFL, 0);  // let the write end: read the FIFO to its end
+    char buffer[1 << 16];
+    while (::read(fifo, buffer, sizeof buffer) > 0) {}
+    ::close(fifo);
+    EXPECT_TRUE(answered_while_writing);
+    EXPECT_THROW(saving.get(), Error);
+    EXPECT_EQ(second->wait().n_generated, 2);
 }
 
 }  // namespace

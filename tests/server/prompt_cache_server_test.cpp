@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "server/server_harness.h"
 #include "support/test_support.h"
@@ -19,14 +23,18 @@ class PromptCacheServer : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
         dir_ = new ScratchDir();
+        log_ = new ScratchDir();
         server_ = new ServerProcess(fixture("tiny-k3/model.gguf"),
-                                    {"--parallel", "2", "--ctx-size", "1024", "--slot-save-path", dir_->path()});
+                                    {"--parallel", "2", "--ctx-size", "1024", "--slot-save-path", dir_->path()},
+                                    log_->file("stderr.txt"));
     }
     static void TearDownTestSuite() {
         EXPECT_EQ(server_->stop(), 0);
         delete server_;
         delete dir_;
+        delete log_;
     }
+    static std::string server_log() { return read_text(log_->file("stderr.txt")); }
     static json post(const std::string& path, const json& body, int expected_status = 200) {
         const HttpReply reply = http_request(server_->port(), "POST", path, body.dump());
         EXPECT_EQ(reply.status, expected_status) << path << ": " << reply.body;
@@ -40,10 +48,11 @@ protected:
                      {"temperature", 0},
                      {"cache_prompt", cache_prompt}});
     }
-    static ScratchDir* dir_;
+    static ScratchDir *dir_, *log_;
     static ServerProcess* server_;
 };
 ScratchDir* PromptCacheServer::dir_ = nullptr;
+ScratchDir* PromptCacheServer::log_ = nullptr;
 ServerProcess* PromptCacheServer::server_ = nullptr;
 
 TEST_F(PromptCacheServer, SharedSystemPromptIsReusedAndAnswersAsCold) {
@@ -88,6 +97,51 @@ TEST_F(PromptCacheServer, SlotsListSaveRestoreEraseAndRefuseBadInput) {
     write_bytes(dir_->file("junk.bin"), "not a session", 13);
     post("/slots/0?action=restore", {{"filename", "junk.bin"}}, 400);
     EXPECT_EQ(http_request(server_->port(), "GET", "/health").status, 200) << "still serving";
+}
+
+// llama-server's /completion names the reused tokens tokens_cached: an exact repeat of a 100-token
+// prompt resumes at its last KDA chunk boundary before its end, 96.
+TEST_F(PromptCacheServer, LlamaCompletionReportsTheCachedTokens) {
+    json prompt = json::array();
+    for (int i = 0; i < 100; ++i) prompt.push_back(500 + i);
+    const json body = {{"prompt", prompt}, {"n_predict", 1}, {"temperature", 0}};
+    EXPECT_EQ(post("/completion", body)["tokens_cached"], 0);
+    EXPECT_EQ(post("/completion", body)["tokens_cached"], 96);
+}
+
+// FNV-1a 64, the session file's checksum (session_file.h's layout).
+uint64_t fnv1a(const uint8_t* bytes, size_t n) {
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    return hash;
+}
+
+TEST_F(PromptCacheServer, AnotherModelsOrADamagedSlotFileIsRefusedWithAWarning) {
+    chat("Hello", true);
+    const int64_t held = json::parse(http_request(server_->port(), "GET", "/slots").body)[0]["n_prompt_tokens"];
+    ASSERT_GT(held, 0);
+    post("/slots/0?action=save", {{"filename", "mine.bin"}});
+    std::vector<uint8_t> bytes = read_bytes(dir_->file("mine.bin"));
+    ASSERT_GT(bytes.size(), 24u);
+    // Another model's state: a whole, well-formed file whose model identity (after the 8-byte
+    // magic) differs, its checksum made anew.
+    bytes[8] ^= 1;
+    const uint64_t sum = fnv1a(bytes.data(), bytes.size() - 8);
+    std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+    write_bytes(dir_->file("foreign.bin"), bytes.data(), bytes.size());
+    // A damaged one: this model's file with a byte flipped in its middle.
+    std::vector<uint8_t> damaged = read_bytes(dir_->file("mine.bin"));
+    damaged[damaged.size() / 2] ^= 0xff;
+    write_bytes(dir_->file("damaged.bin"), damaged.data(), damaged.size());
+
+    const json foreign = post("/slots/0?action=restore", {{"filename", "foreign.bin"}}, 400);
+    EXPECT_NE(foreign["error"]["message"].get<std::string>().find("another model"), std::string::npos) << foreign;
+    post("/slots/0?action=restore", {{"filename", "damaged.bin"}}, 400);
+    EXPECT_EQ(json::parse(http_request(server_->port(), "GET", "/slots").body)[0]["n_prompt_tokens"], held)
+        << "a refused file leaves the slot as it was";
+    const std::string log = server_log();
+    EXPECT_NE(log.find("warning: slot 0 restore: " + dir_->file("foreign.bin")), std::string::npos) << log;
+    EXPECT_NE(log.find("warning: slot 0 restore: " + dir_->file("damaged.bin")), std::string::npos) << log;
 }
 
 }  // namespace

@@ -60,5 +60,32 @@ TEST_F(ChatPromptTest, PrivateUseTextThatLooksLikeAPlaceholderIsKept) {
     EXPECT_EQ(tokenizer_->decode(prompt.ids), template_->render(variables(tricky)));
 }
 
+// The prompt cache's checkpoints (#13): where the first message and the ones before the last end,
+// each just after that message's end marker; a chat of one message has none.
+TEST_F(ChatPromptTest, MessageBoundariesFollowTheEndsOfTheFirstAndTheNextToLastMessage) {
+    const ordered_json messages = ordered_json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                                       {{"role", "user"}, {"content", "Name a colour."}},
+                                                       {{"role", "assistant"}, {"content", "Blue."}},
+                                                       {{"role", "user"}, {"content", "Another one?"}}});
+    const ordered_json vars = chat_variables(messages, ordered_json(), true, "[BOS]", "<|end_of_msg|>");
+    const std::vector<int32_t> prompt = render_chat_prompt(*template_, *tokenizer_, vars).ids;
+    const std::vector<int64_t> boundaries = message_boundaries(*template_, *tokenizer_, vars, prompt);
+    ASSERT_EQ(boundaries.size(), 2u);
+    const int32_t end_of_msg = *tokenizer_->special_id("<|end_of_msg|>");
+    const auto ends_before = [&](int64_t at) {
+        return size_t(std::count(prompt.begin(), prompt.begin() + at, end_of_msg));
+    };
+    // K3's template opens with a message of its own (the thinking effort) before the system one.
+    EXPECT_EQ(prompt[size_t(boundaries[0] - 1)], end_of_msg);
+    EXPECT_EQ(prompt[size_t(boundaries[1] - 1)], end_of_msg);
+    EXPECT_EQ(ends_before(boundaries[1]) - ends_before(boundaries[0]), 2u);  // the user's and the assistant's
+    EXPECT_EQ(ends_before(int64_t(prompt.size())) - ends_before(boundaries[1]), 1u);  // the last user's
+
+    const ordered_json one = chat_variables(ordered_json::array({messages[1]}), ordered_json(), true, "[BOS]",
+                                            "<|end_of_msg|>");
+    EXPECT_TRUE(message_boundaries(*template_, *tokenizer_, one, render_chat_prompt(*template_, *tokenizer_, one).ids)
+                    .empty());
+}
+
 }  // namespace
 }  // namespace k3::text
