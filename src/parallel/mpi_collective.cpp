@@ -52,7 +52,8 @@ public:
         // instead, and an idle rank should yield (set before MPI_Init, unless the user chose).
         setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
         int provided = 0;
-        if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        // Serialized: in serve and chat rank 0's passes run on the scheduler's thread, one at a time.
+        if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             throw Error("parallel job: MPI_Init failed");
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
