@@ -35,13 +35,18 @@ using Clock = std::chrono::steady_clock;
 
 // Polls `done` until it holds, sleeping between polls once the first few find nothing, so a rank
 // waiting for a slower one leaves its core to the matmuls of the other ranks on the machine.
-// Returns false once `deadline` passes.
+// After a long wait (a follower waiting for rank 0's next request) it sleeps a millisecond at a
+// time, a tenth of the wait at most. Returns false once `deadline` passes.
 template <typename Poll>
 bool wait_polling(Poll done, Clock::time_point deadline = Clock::time_point::max()) {
+    constexpr auto kLongWait = std::chrono::milliseconds(10);
+    const Clock::time_point start = Clock::now();
     for (int polls = 0;; ++polls) {
         if (done()) return true;
-        if (Clock::now() >= deadline) return false;
-        if (polls >= 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(polls - 63, 50)));
+        const Clock::time_point now = Clock::now();
+        if (now >= deadline) return false;
+        if (now - start >= kLongWait) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        else if (polls >= 64) std::this_thread::sleep_for(std::chrono::microseconds(std::min(polls - 63, 50)));
     }
 }
 
