@@ -60,6 +60,8 @@ public:
         // Serialized: in serve and chat rank 0's passes run on the scheduler's thread, one at a time.
         if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             throw Error("parallel job: MPI_Init failed");
+        if (provided < MPI_THREAD_SERIALIZED)
+            throw Error("parallel job: this MPI library cannot be called from more than one thread (MPI_THREAD_SERIALIZED)");
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
         check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
