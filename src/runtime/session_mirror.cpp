@@ -154,9 +154,7 @@ void follow_sessions(const Engine& engine, parallel::Collective& collective) {
                 inputs.push_back(std::move(input));
             }
             for (size_t i = 0; i < inputs.size(); ++i) inputs[i].tokens = tokens[i];
-            // The logits are rank 0's alone to use: this is the place for a pass that gathers
-            // them on rank 0 only.
-            engine.decode(inputs);
+            engine.decode(inputs);  // no logits here: a led job gathers them on rank 0 only
             for (SequenceInput& input : inputs)
                 for (SessionSnapshot& captured : input.captured) snapshots[next_snapshot++] = std::move(captured);
             break;
