@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/generation_front.h"
 #include "cli/options.h"
+#include "cli/parallel_option.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -124,8 +125,8 @@ void save_messages(const ordered_json& messages, const std::string& path) {
 
 class Chat {
 public:
-    Chat(const GenerationOptions& options, bool interactive)
-        : options_(options), interactive_(interactive), engine_(load_engine(options)),
+    Chat(const GenerationOptions& options, bool interactive, std::unique_ptr<runtime::Engine> engine)
+        : options_(options), interactive_(interactive), engine_(std::move(engine)),
           prompter_(engine_->info().chat_template, engine_->info().path, engine_->tokenizer(), options),
           scheduler_(*engine_, checked_scheduler_options(options)) {
         reset();
@@ -216,13 +217,6 @@ public:
     void set_messages(ordered_json messages) { messages_ = std::move(messages); }
 
 private:
-    static std::unique_ptr<runtime::Engine> load_engine(const GenerationOptions& options) {
-        runtime::EngineOptions engine_options;
-        engine_options.n_threads = options.threads;
-        engine_options.residency = options.residency;
-        engine_options.numerics = options.numerics;
-        return runtime::Engine::load(options.model_path, engine_options);
-    }
     runtime::SchedulerOptions checked_scheduler_options(const GenerationOptions& options) const {
         check_context_size(options.ctx_size, engine_->n_ctx_train());
         return scheduler_options(options);
@@ -296,10 +290,21 @@ int run_chat(int argc, char** argv) {
     GenerationOptions options;
     options.n_predict = -1;  // an answer ends at the end of its turn
     add_generation_options(app, options);
+    ParallelOptions parallel_options;
+    add_parallel_options(app, parallel_options);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    refuse_in_parallel_job(parallel_options, !options.cache.dir.empty(), "--cache-dir");
 
+    runtime::EngineOptions engine_options;
+    engine_options.n_threads = options.threads;
+    engine_options.residency = options.residency;
+    engine_options.numerics = options.numerics;
+    engine_options.followers = true;
+    const auto collective = start_parallel(parallel_options, engine_options);
+    auto engine = runtime::Engine::load(options.model_path, engine_options);
+    if (engine->follower()) return engine->follow(), 0;
     const bool interactive = isatty(STDIN_FILENO);
-    Chat chat(options, interactive);
+    Chat chat(options, interactive, std::move(engine));
     return interactive ? chat_interactively(chat, argv[0]) : chat_from_stdin(chat);
 }
 

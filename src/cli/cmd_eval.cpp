@@ -65,7 +65,9 @@ int run_eval(int argc, char** argv) {
             if (!out) throw Error("cannot write " + path);
         };
     }
+    options.followers = true;
     auto engine = runtime::Engine::load(model_path, options);
+    if (engine->follower()) return engine->follow(), 0;
     const std::vector<int32_t> tokens = parse_token_ids(tokens_text, engine->n_vocab());
     auto session = engine->new_session();
     const size_t V = size_t(engine->n_vocab());
@@ -79,7 +81,7 @@ int run_eval(int argc, char** argv) {
     } else {
         logits = session->eval(tokens, /*all_logits=*/true);
     }
-    if (!logits_out.empty() && writes_results(collective.get())) {
+    if (!logits_out.empty()) {
         std::ofstream out(logits_out, std::ios::binary);
         out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
         if (!out) throw Error("cannot write " + logits_out);

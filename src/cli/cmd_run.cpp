@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -138,11 +137,8 @@ int run_run(int argc, char** argv) {
     add_parallel_options(app, parallel_options);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
     if (!options.token_ids.empty()) options.raw = true;
-    // Each rank would resume from its own files, and the ranks must compute the same tokens.
-    if (parallel_options.tensor_parallel && !options.prompt_cache.empty())
-        throw UsageError("--prompt-cache: not with --parallel-mode tp");
-    if (parallel_options.tensor_parallel && !options.generation.cache.dir.empty())
-        throw UsageError("--cache-dir: not with --parallel-mode tp");
+    refuse_in_parallel_job(parallel_options, !options.prompt_cache.empty(), "--prompt-cache");
+    refuse_in_parallel_job(parallel_options, !options.generation.cache.dir.empty(), "--cache-dir");
 
     if (options.print_prompt) {
         const auto file = gguf::GgufFile::open(options.generation.model_path);
@@ -160,30 +156,19 @@ int run_run(int argc, char** argv) {
     engine_options.n_threads = options.generation.threads;
     engine_options.residency = options.generation.residency;
     engine_options.numerics = options.generation.numerics;
+    engine_options.followers = true;
     const auto collective = start_parallel(parallel_options, engine_options);
-    const bool primary = writes_results(collective.get());
     const auto engine = runtime::Engine::load(options.generation.model_path, engine_options);
+    if (engine->follower()) return engine->follow(), 0;
     check_context_size(options.generation.ctx_size, engine->n_ctx_train());
     const text::Tokenizer& tokenizer = engine->tokenizer();
     std::optional<ChatPrompter> prompter;
     if (!options.raw) prompter.emplace(engine->info().chat_template, engine->info().path, tokenizer, options.generation);
-    // In a parallel job rank 0 reads the prompt (mpirun gives only it stdin) and sends its tokens
-    // and seed to the others, so that every rank samples the same tokens.
-    Prompt prompt;
-    if (primary) prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
+    const Prompt prompt = build_prompt(options, prompter ? &*prompter : nullptr, tokenizer);
     const bool chat = prompter.has_value();
-    if (collective) {
-        const std::string ids = collective->broadcast(
-            std::string(reinterpret_cast<const char*>(prompt.ids.data()), prompt.ids.size() * sizeof(int32_t)));
-        prompt.ids.resize(ids.size() / sizeof(int32_t));
-        std::memcpy(prompt.ids.data(), ids.data(), ids.size());
-        runtime::SamplingDefaults& sampling = options.generation.sampling;
-        if (sampling.seed < 0) sampling.seed = int64_t(runtime::random_seed() >> 1);
-        sampling.seed = std::stoll(collective->broadcast(std::to_string(sampling.seed)));
-    }
 
     AnswerStreams streams;
-    streams.reasoning = options.json || options.generation.hide_reasoning || !primary ? nullptr : stderr;
+    streams.reasoning = options.json || options.generation.hide_reasoning ? nullptr : stderr;
     streams.dim_reasoning = isatty(STDERR_FILENO);
     streams.answer = options.json ? nullptr : stdout;
     AnswerPrinter printer(tokenizer, options.generation, streams, chat, chat && prompter->thinking());
@@ -197,31 +182,13 @@ int run_run(int argc, char** argv) {
             std::fprintf(stderr, "k3: warning: --prompt-cache: ignoring %s\n", e.what());
         }
     }
-    // In a parallel job every rank must run the same forward passes, but when a completed stop
-    // string reaches the scheduler depends on each rank's delivery thread: there the scheduler is
-    // not told (the ranks generate on to -n, an end-of-generation id or the context's end), and
-    // the answer is cut afterwards where one process would have cut it.
-    size_t answered = 0;  // tokens up to and including the one that completed a stop string
-    bool stopped = false;
     runtime::GenerationRequest request = generation_request(options.generation, tokenizer, prompt.ids, scheduler.ctx_size());
     request.boundaries = prompt.boundaries;
     runtime::GenerationResult result = runtime::generate(
-        scheduler, std::move(request),
-        [&](const runtime::SampledToken& token) {
-            if (!stopped) {
-                ++answered;
-                stopped = !printer.push(token.id);
-            }
-            return collective || !stopped;
-        });
-    if (collective && stopped && result.summary.outcome == runtime::JobOutcome::finished) {
-        result.tokens.resize(answered);
-        result.summary.n_generated = int64_t(answered);
-        result.summary.finish = runtime::FinishReason::stop_string;
-    }
+        scheduler, std::move(request), [&](const runtime::SampledToken& token) { return printer.push(token.id); });
     printer.finish();
     if (result.summary.outcome == runtime::JobOutcome::error) throw Error("generation failed: " + result.summary.error);
-    if (chat && primary) notice_cut_reasoning(printer, result.summary, options.generation);
+    if (chat) notice_cut_reasoning(printer, result.summary, options.generation);
     // The prompt's last checkpoint (as far as a later prompt starting with this one can resume).
     if (const runtime::SessionSnapshot state = options.prompt_cache.empty() ? nullptr : cache.lookup(prompt.ids))
         runtime::write_session_file(options.prompt_cache, *state, engine->identity());
@@ -229,7 +196,7 @@ int run_run(int argc, char** argv) {
         const ordered_json out = result_json(prompt, result, printer, chat);
         std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
-    if (!options.generation.quiet && primary) print_generation_stats(result.summary);
+    if (!options.generation.quiet) print_generation_stats(result.summary);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/numerics_option.h"
 #include "cli/options.h"
+#include "cli/parallel_option.h"
 #include "cli/prompt_cache_options.h"
 #include "cli/residency_options.h"
 #include "gguf/gguf_file.h"
@@ -94,7 +95,11 @@ int run_serve(int argc, char** argv) {
                    "off: none")
         ->check(CLI::IsMember({"text", "json", "off"}));
     accept_jinja_flag(app);
+    ParallelOptions parallel_options;
+    add_parallel_options(app, parallel_options);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;
+    refuse_in_parallel_job(parallel_options, !options.cache.dir.empty(), "--cache-dir");
+    refuse_in_parallel_job(parallel_options, !options.slot_save_path.empty(), "--slot-save-path");
     if (!api_key_file.empty()) options.api_key = read_api_key(api_key_file);
     options.output.reasoning = reasoning_format == "none" ? server::ReasoningFormat::none : server::ReasoningFormat::automatic;
     http.log_format = log_format == "json"  ? server::RequestLogFormat::json
@@ -105,6 +110,10 @@ int run_serve(int argc, char** argv) {
         check_context_size(options.ctx_size, model::HParams::from_gguf(*file).n_ctx_train);
     }
     options.build_info = std::string("k3 ") + K3_VERSION;
+    runtime::EngineOptions parallel_engine;
+    const auto collective = start_parallel(parallel_options, parallel_engine);
+    options.collective = parallel_engine.collective;
+    options.parallel_start_timeout = parallel_engine.parallel_start_timeout;
     return server::serve(options);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli/options.h"
 #include "util/error.h"
 
 namespace k3::cli {
@@ -18,6 +19,10 @@ void add_parallel_options(CLI::App& app, ParallelOptions& options) {
     app.add_option("--parallel-timeout", options.start_timeout_s,
                    "seconds a rank waits at start for the other ranks to load the model")
         ->check(CLI::PositiveNumber);
+}
+
+void refuse_in_parallel_job(const ParallelOptions& options, bool given, const char* option) {
+    if (options.tensor_parallel && given) throw UsageError(std::string(option) + ": not with --parallel-mode tp");
 }
 
 std::unique_ptr<parallel::Collective> start_parallel(const ParallelOptions& options, runtime::EngineOptions& engine) {

@@ -1,4 +1,5 @@
-// --parallel-mode and --parallel-timeout, registered the same way on run, eval and bench (issue #17).
+// --parallel-mode and --parallel-timeout, registered the same way on run, chat, serve, eval and
+// bench (issue #17).
 #pragma once
 
 #include <memory>
@@ -21,6 +22,10 @@ void add_parallel_options(CLI::App& app, ParallelOptions& options);
 // `engine`. Ranks other than 0 send stdout to /dev/null: every rank computes the same results and
 // rank 0 prints them; errors still reach stderr from every rank.
 std::unique_ptr<parallel::Collective> start_parallel(const ParallelOptions& options, runtime::EngineOptions& engine);
+
+// A usage error for `option` (when given) under --parallel-mode tp: session files hold one rank's
+// share of the heads, so only a job of the same ranks could use them, and rank 0 alone reads them.
+void refuse_in_parallel_job(const ParallelOptions& options, bool given, const char* option);
 
 // Whether this process writes the command's results: alone, or rank 0 of a job.
 inline bool writes_results(const parallel::Collective* collective) { return !collective || collective->rank() == 0; }

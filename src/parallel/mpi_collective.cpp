@@ -41,17 +41,20 @@ using Clock = std::chrono::steady_clock;
 // sched_yield (on a loaded machine each yield hands the core away for a whole time slice: 35 ms per
 // allgather measured) nor a sleep at the kernel's default 50 us timer slack (69 us per allgather
 // on an idle machine, against 1.5 us spinning) does: MpiCollective sets this thread's slack to 1 us.
-// Returns false once `deadline` passes.
+// After kLongWait (a follower waiting for rank 0's next request) it sleeps a millisecond at a time,
+// a tenth of the wait at most. Returns false once `deadline` passes.
 constexpr std::chrono::microseconds kSpinning{20};
+constexpr std::chrono::milliseconds kLongWait{10};
 
 template <typename Poll>
 bool wait_polling(Poll done, Clock::time_point deadline = Clock::time_point::max()) {
-    const Clock::time_point sleep_from = Clock::now() + kSpinning;
+    const Clock::time_point start = Clock::now(), sleep_from = start + kSpinning;
     for (int sleeps = 0;;) {
         if (done()) return true;
         const Clock::time_point now = Clock::now();
         if (now >= deadline) return false;
-        if (now >= sleep_from) std::this_thread::sleep_for(std::chrono::microseconds(std::min(++sleeps, 50)));
+        if (now - start >= kLongWait) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        else if (now >= sleep_from) std::this_thread::sleep_for(std::chrono::microseconds(std::min(++sleeps, 50)));
     }
 }
 
@@ -64,8 +67,11 @@ public:
         setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
         prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // ns: wait_polling's short sleeps (the collectives' thread)
         int provided = 0;
-        if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        // Serialized: in serve and chat rank 0's passes run on the scheduler's thread, one at a time.
+        if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             throw Error("parallel job: MPI_Init failed");
+        if (provided < MPI_THREAD_SERIALIZED)
+            throw Error("parallel job: this MPI library cannot be called from more than one thread (MPI_THREAD_SERIALIZED)");
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
         check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
@@ -205,6 +211,9 @@ private:
 
     // False once `deadline` passes first.
     bool wait(MPI_Request& request, const char* call, Clock::time_point deadline = Clock::time_point::max()) {
+        // The slack is a thread's own: in serve and chat rank 0's passes run on the scheduler's.
+        static thread_local const bool slack_set = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
+        (void)slack_set;
         int code = MPI_SUCCESS;
         const bool done = wait_polling(
             [&] {

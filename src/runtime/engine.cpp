@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
+#include "runtime/session_mirror.h"
 #include "text/tokenizer.h"
 #include "util/byte_size.h"
 #include "util/error.h"
@@ -28,6 +30,10 @@ struct Engine::Impl {
     ModelInfo info;
     std::optional<text::Tokenizer> tokenizer;
     uint64_t prompt_cache_bytes = 0;
+    // A led parallel job (EngineOptions::followers): rank 0 announces through `mirror`; the other
+    // ranks replay through `followed`.
+    std::unique_ptr<SessionMirror> mirror;
+    parallel::Collective* followed = nullptr;
 
     void set_up_residency(const ResidencyOptions& options, int n_ranks);
 };
@@ -113,6 +119,14 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
 Engine::Engine() : impl_(std::make_unique<Impl>()) {}
 
 Engine::~Engine() {
+    // Unwinding from an error, rank 0 exits non-zero and mpirun ends the followers.
+    if (impl_->mirror && std::uncaught_exceptions() == 0) {
+        try {
+            const auto announced = impl_->mirror->announce(SessionOp::shutdown, {});
+        } catch (const Error& e) {
+            std::fprintf(stderr, "k3: %s\n", e.what());
+        }
+    }
     if (!impl_->expert_cache || impl_->expert_stats_path.empty()) return;
     try {
         impl_->expert_cache->routing_stats().save(impl_->expert_stats_path);
@@ -135,7 +149,8 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         engine->impl_->forward_options.numerics = options.numerics;
         engine->impl_->forward_options.dump = options.dump;
         engine->impl_->forward_options.collective = options.collective;
-        engine->impl_->forward_options.logits_on_root_only = options.logits_on_root_only;
+        // Followers never sample: only rank 0 needs the logits.
+        engine->impl_->forward_options.logits_on_root_only = options.logits_on_root_only || options.followers;
         engine->impl_->forward_options.observe = options.observe;
         if (options.collective)  // first, so that only this rank's share of the heads is made resident
             engine->impl_->model->shard(options.collective->rank(), options.collective->size(),
@@ -161,6 +176,10 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
                        "assignment of routed experts to ranks (from --expert-stats " +
                            options.residency.expert_stats_path + ")",
                        options.parallel_start_timeout);
+    if (options.followers) {
+        if (options.collective->rank() == 0) engine->impl_->mirror = std::make_unique<SessionMirror>(*options.collective);
+        else engine->impl_->followed = options.collective;
+    }
     return engine;
 }
 
@@ -183,21 +202,63 @@ model::SequenceState Engine::empty_state() const { return impl_->model->new_stat
 uint64_t Engine::identity() const { return impl_->identity; }
 uint64_t Engine::prompt_cache_bytes() const { return impl_->prompt_cache_bytes; }
 
+bool Engine::follower() const { return impl_->followed != nullptr; }
+
+void Engine::follow() const {
+    if (!impl_->followed) throw Error("follow: this engine is not a follower of a parallel job");
+    // mpirun sends a Ctrl-C or SIGTERM to every rank: rank 0 shuts its command down and then ends
+    // the followers with its last announcement.
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+    try {
+        follow_sessions(*this, *impl_->followed);
+    } catch (const Error& e) {
+        throw Error("rank " + std::to_string(impl_->followed->rank()) + ": " + e.what());
+    }
+}
+
 void Engine::decode(std::span<SequenceInput> inputs) const {
+    // Checked before the followers are told, so that a bad request fails on rank 0 alone.
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const SequenceInput& input = inputs[i];
+        if (!input.session || &input.session->engine() != this)
+            throw Error("decode: every input needs a session of this engine");
+        for (size_t j = 0; j < i; ++j)
+            if (inputs[j].session == input.session) throw Error("decode: a session appears twice in one batch");
+        for (int32_t token : input.tokens)
+            if (token < 0 || token >= n_vocab())
+                throw Error("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                            std::to_string(n_vocab()) + ")");
+    }
+    if (!impl_->mirror) return decode_here(inputs);
+    SessionMirror& mirror = *impl_->mirror;
+    int64_t n_captured = 0;
+    for (const SequenceInput& input : inputs) n_captured += int64_t(input.capture_at.size());
+    const int64_t first_snapshot = mirror.new_ids(n_captured);
+    std::vector<int64_t> args{first_snapshot, int64_t(inputs.size())};
+    for (const SequenceInput& input : inputs) {
+        args.insert(args.end(), {input.session->mirror_id_, int64_t(input.all_logits), int64_t(input.tokens.size())});
+        args.insert(args.end(), input.tokens.begin(), input.tokens.end());
+        args.push_back(int64_t(input.capture_at.size()));
+        args.insert(args.end(), input.capture_at.begin(), input.capture_at.end());
+    }
+    const auto announced = mirror.announce(SessionOp::decode, std::move(args));
+    decode_here(inputs);
+    int64_t id = first_snapshot;
+    for (SequenceInput& input : inputs)
+        for (SessionSnapshot& captured : input.captured) captured = mirror.adopt(SessionState(*captured), id++);
+}
+
+void Engine::decode_here(std::span<SequenceInput> inputs) const {
     std::vector<model::SequenceRequest> requests;
     std::vector<std::vector<model::SequenceState>> captured(inputs.size());
     const size_t V = size_t(n_vocab());
     for (size_t i = 0; i < inputs.size(); ++i) {
         SequenceInput& input = inputs[i];
-        if (!input.session || &input.session->engine() != this)
-            throw Error("decode: every input needs a session of this engine");
         input.logits.assign(input.tokens.empty() ? 0 : (input.all_logits ? input.tokens.size() : 1) * V, 0.0f);
         requests.push_back({&input.session->state(), input.tokens, input.all_logits, input.logits.data(),
                             input.capture_at, &captured[i]});
     }
-    for (size_t i = 0; i < requests.size(); ++i)
-        for (size_t j = 0; j < i; ++j)
-            if (requests[i].state == requests[j].state) throw Error("decode: a session appears twice in one batch");
     std::lock_guard lock(impl_->forward_mutex);
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -213,9 +274,23 @@ void Engine::decode(std::span<SequenceInput> inputs) const {
     }
 }
 
-Session::Session(const Engine& engine) : engine_(engine) { reset(); }
+Session::Session(const Engine& engine) : engine_(engine) {
+    reset_here();
+    if (SessionMirror* mirror = engine_.impl_->mirror.get()) {
+        mirror_id_ = mirror->new_ids();
+        const auto announced = mirror->announce(SessionOp::create, {mirror_id_});
+    }
+}
 
-Session::~Session() = default;
+Session::~Session() {
+    SessionMirror* mirror = engine_.impl_->mirror.get();
+    if (!mirror || std::uncaught_exceptions() != 0) return;
+    try {
+        const auto announced = mirror->announce(SessionOp::destroy, {mirror_id_});
+    } catch (const Error& e) {
+        std::fprintf(stderr, "k3: %s\n", e.what());
+    }
+}
 
 std::vector<float> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
     SequenceInput input{this, tokens, all_logits, {}};
@@ -226,22 +301,45 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, bool all_logit
 int64_t Session::position() const { return state_.sequence.position; }
 
 void Session::reset() {
+    std::unique_lock<std::mutex> announced;
+    if (SessionMirror* mirror = engine_.impl_->mirror.get()) announced = mirror->announce(SessionOp::reset, {mirror_id_});
+    reset_here();
+}
+
+void Session::reset_here() {
     state_ = {engine_.empty_state(), {}};
     checkpoints_.clear();
 }
 
-SessionSnapshot Session::snapshot() const { return std::make_shared<const SessionState>(state_); }
+SessionSnapshot Session::copy_state() const { return std::make_shared<const SessionState>(state_); }
+
+SessionSnapshot Session::snapshot() const {
+    SessionMirror* mirror = engine_.impl_->mirror.get();
+    if (!mirror) return copy_state();
+    const int64_t id = mirror->new_ids();
+    const auto announced = mirror->announce(SessionOp::snapshot, {mirror_id_, id});
+    return mirror->adopt(state_, id);
+}
 
 void Session::restore(const SessionSnapshot& snapshot) {
     if (!snapshot || snapshot->sequence.model != state_.sequence.model)
         throw Error("restore: the snapshot is from another model");
+    std::unique_lock<std::mutex> announced;
+    if (SessionMirror* mirror = engine_.impl_->mirror.get()) {
+        const std::optional<int64_t> id = SessionMirror::id_of(snapshot);
+        // A state read from a file holds rank 0's share of the heads only.
+        if (!id) throw Error("restore: in a parallel job only states the job computed can be restored, not one read from a file");
+        announced = mirror->announce(SessionOp::restore, {mirror_id_, *id});
+    }
     state_ = *snapshot;
     checkpoints_.clear();
 }
 
 void Session::checkpoint() {
     if (!checkpoints_.empty() && checkpoints_.back()->sequence.position == position()) return;
-    checkpoints_.push_back(snapshot());
+    std::unique_lock<std::mutex> announced;
+    if (SessionMirror* mirror = engine_.impl_->mirror.get()) announced = mirror->announce(SessionOp::checkpoint, {mirror_id_});
+    checkpoints_.push_back(copy_state());
 }
 
 int64_t Session::checkpoint_at_or_before(int64_t position) const {
@@ -255,15 +353,20 @@ void Session::truncate(int64_t position) {
         throw Error("truncate: position " + std::to_string(position) + " is outside the session's " +
                     std::to_string(this->position()) + " tokens");
     if (position == this->position()) return;
+    std::unique_lock<std::mutex> announced;
+    if (SessionMirror* mirror = engine_.impl_->mirror.get()) announced = mirror->announce(SessionOp::truncate, {mirror_id_, position});
     std::erase_if(checkpoints_, [&](const SessionSnapshot& c) { return c->sequence.position > position; });
-    const std::vector<int32_t> gap(state_.tokens.begin() + checkpoint_at_or_before(position),
-                                   state_.tokens.begin() + position);
+    std::vector<int32_t> gap(state_.tokens.begin() + checkpoint_at_or_before(position),
+                             state_.tokens.begin() + position);
     if (checkpoints_.empty()) {
         state_ = {engine_.empty_state(), {}};
     } else {
         state_ = *checkpoints_.back();
     }
-    if (!gap.empty()) eval(gap);
+    if (gap.empty()) return;
+    // The followers replay the gap themselves, inside their truncate.
+    SequenceInput input{this, gap, false, {}};
+    engine_.decode_here(std::span(&input, 1));
 }
 
 }  // namespace k3::runtime

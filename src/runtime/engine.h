@@ -52,6 +52,10 @@ struct EngineOptions {
     // In a parallel job, only rank 0 receives logits (model::ForwardOptions::logits_on_root_only);
     // the other ranks' SequenceInput::logits are then zeros.
     bool logits_on_root_only = false;
+    // In a parallel job: rank 0 leads (runs the command and announces every session operation,
+    // session_mirror.h) and every other rank follows (Engine::follow()), instead of every rank
+    // running the command in lockstep.
+    bool followers = false;
 };
 
 // What front ends need to know about the loaded model, from its metadata.
@@ -110,8 +114,16 @@ public:
     // Throws k3::Error for an out-of-vocabulary token.
     void decode(std::span<SequenceInput> inputs) const;
 
+    // A rank of a parallel job other than 0 loaded with EngineOptions::followers: the command
+    // calls follow() instead of running, and ends when it returns.
+    bool follower() const;
+    // Replays rank 0's session operations until rank 0's engine closes. Throws k3::Error when one
+    // fails here (the job ends, naming this rank).
+    void follow() const;
+
 private:
     Engine();
+    void decode_here(std::span<SequenceInput> inputs) const;  // decode() without announcing it
     struct Impl;
     std::unique_ptr<Impl> impl_;
     friend class Session;

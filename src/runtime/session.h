@@ -56,7 +56,10 @@ public:
 private:
     friend class Engine;  // decode() advances the state and records the tokens it feeds
     model::SequenceState& state() { return state_.sequence; }
+    void reset_here();
+    SessionSnapshot copy_state() const;  // snapshot() without announcing it
     const Engine& engine_;
+    int64_t mirror_id_ = 0;  // the followers' name for this session (rank 0 of a led job)
     SessionState state_;
     std::vector<SessionSnapshot> checkpoints_;  // ascending positions, all <= position()
 };

@@ -29,7 +29,11 @@ int serve(const ServeOptions& options) {
     engine_options.n_threads = options.threads;
     engine_options.residency = options.residency;
     engine_options.numerics = options.numerics;
+    engine_options.collective = options.collective;
+    engine_options.parallel_start_timeout = options.parallel_start_timeout;
+    engine_options.followers = true;
     const auto engine = runtime::Engine::load(options.model_path, engine_options);
+    if (engine->follower()) return engine->follow(), 0;
     const text::Tokenizer& tokenizer = engine->tokenizer();
 
     runtime::SchedulerOptions scheduler_options;

@@ -2,6 +2,7 @@
 // SIGINT/SIGTERM, then stop accepting, cancel what is in flight, and return.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,9 @@ struct ServeOptions {
     OutputOptions output;                 // --special, --reasoning-format
     int64_t max_n = 16;                   // most choices per request
     std::string build_info;               // for /props
+    // A parallel job (--parallel-mode tp): rank 0 serves, the other ranks follow its passes.
+    parallel::Collective* collective = nullptr;
+    std::chrono::milliseconds parallel_start_timeout = std::chrono::minutes(5);
 };
 
 // Prints "k3 serve: listening on http://HOST:PORT" on stdout (flushed) once it accepts

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/fixture_cases.h"
+#include "model/kda.h"
 #include "model/model.h"
 #include "model/shard.h"
 #include "parallel/collective.h"
@@ -24,6 +25,7 @@
 #include "runtime/memory_budget.h"
 #include "runtime/routing_stats.h"
 #include "runtime/sampler.h"
+#include "runtime/scheduler.h"
 #include "runtime/session.h"
 #include "support/test_support.h"
 
@@ -93,6 +95,73 @@ TEST(ParallelRank, FixtureLogitsMatchOneProcess) {
             }
         }
     }
+}
+
+// Two answers through a scheduler of `engine`: one its sink ends after kStopAfter tokens (as a
+// stop string would), then a second turn that resumes from the first's cached prompt.
+constexpr size_t kStopAfter = 3;
+struct LedAnswers {
+    std::vector<int32_t> first, second;
+    int64_t second_cached = 0;
+};
+LedAnswers answer_two_turns(const runtime::Engine& engine, const std::vector<int32_t>& prompt) {
+    runtime::SchedulerOptions options;
+    options.cache.checkpoint_every = model::kKdaChunk;
+    runtime::Scheduler scheduler(engine, options);
+    runtime::GenerationRequest request;
+    request.prompt = prompt;
+    request.params.sampling.temperature = 0;  // greedy
+    request.params.max_tokens = 64;
+    LedAnswers answers;
+    const runtime::GenerationResult first = runtime::generate(scheduler, request, [&](const runtime::SampledToken& t) {
+        answers.first.push_back(t.id);
+        return answers.first.size() < kStopAfter;
+    });
+    EXPECT_EQ(first.summary.finish, runtime::FinishReason::stop_string);
+    request.prompt.insert(request.prompt.end(), answers.first.begin(), answers.first.end());
+    request.prompt.insert(request.prompt.end(), prompt.begin(), prompt.end());
+    request.params.max_tokens = 6;
+    const runtime::GenerationResult second = runtime::generate(scheduler, request, [](const runtime::SampledToken&) { return true; });
+    answers.second = second.tokens;
+    answers.second_cached = second.summary.n_cached;
+    return answers;
+}
+
+// One rank of a job that rank 0 leads: it answers through its scheduler and prompt cache while
+// the other ranks follow. They must have run exactly rank 0's passes (as many collectives) and
+// have stopped when its answer stopped; rank 0's answers must be one process's.
+TEST(ParallelRank, FollowersRunRankZerosPasses) {
+    if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
+    parallel::Collective* const collective = &rank_job();
+    const ModelFixture fixture = load_model_fixture("tiny-k3");
+    // Long enough to hold a checkpoint at a KDA chunk boundary before its end.
+    std::vector<int32_t> prompt;
+    while (prompt.size() < size_t(model::kKdaChunk) + 8)
+        prompt.insert(prompt.end(), fixture.cases[0].prompt.begin(), fixture.cases[0].prompt.end());
+    runtime::EngineOptions options;
+    options.n_threads = 1;
+    LedAnswers alone;
+    if (collective->rank() == 0) alone = answer_two_turns(*runtime::Engine::load(fixture.model_path, options), prompt);
+    options.collective = collective;
+    options.followers = true;
+    const uint64_t calls_before = collective->counters().calls;  // the job's earlier tests ran some
+    LedAnswers led;
+    {
+        const auto engine = runtime::Engine::load(fixture.model_path, options);
+        ASSERT_EQ(engine->follower(), collective->rank() != 0);
+        if (engine->follower()) engine->follow();
+        else led = answer_two_turns(*engine, prompt);
+    }
+    const std::vector<std::string> calls =
+        collective->allgather_bytes(std::to_string(collective->counters().calls - calls_before), std::chrono::seconds(60));
+    for (size_t r = 1; r < calls.size(); ++r) EXPECT_EQ(calls[r], calls[0]) << "rank " << r;
+    EXPECT_NE(calls[0], "0");
+    if (collective->rank() != 0) return;
+    EXPECT_EQ(led.first.size(), kStopAfter);
+    EXPECT_EQ(led.first, alone.first);
+    EXPECT_EQ(led.second, alone.second);
+    EXPECT_GT(led.second_cached, 0);
+    EXPECT_EQ(led.second_cached, alone.second_cached);
 }
 
 // A job in which only rank 0 samples (logits_on_root_only) gets the logits on rank 0 alone,
@@ -211,7 +280,7 @@ void expect_ranks_pass(int n_ranks) {
         run_program(K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1",
                                              K3_TEST_BINARY, "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_EQ(count(r.out, "[  PASSED  ] 3 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
+    EXPECT_EQ(count(r.out, "[  PASSED  ] 4 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
 }
 
 TEST(ParallelJob, TwoRanksComputeWhatOneProcessComputes) { expect_ranks_pass(2); }
@@ -272,7 +341,7 @@ RunAnswers run_alone_and_on_two_ranks(const std::vector<std::string>& run) {
     return answers;
 }
 
-// `k3 run` samples in lockstep: rank 0's prompt and seed, the same tokens as one process.
+// `k3 run` led by rank 0: the same tokens as one process.
 TEST(ParallelJob, RunOnTwoRanksSamplesWhatOneProcessSamples) {
     const RunAnswers answers = run_alone_and_on_two_ranks({"run", "-m", fixture("tiny-k3/model.gguf"), "-p",
                                                            "Hello there", "-n", "12", "--temp", "0.9", "--seed", "11",
@@ -281,7 +350,7 @@ TEST(ParallelJob, RunOnTwoRanksSamplesWhatOneProcessSamples) {
     EXPECT_EQ(answers.job, answers.alone);
 }
 
-// A stop string ends the answer where one process ends it, although the ranks are not told.
+// A stop string ends the answer where one process ends it.
 TEST(ParallelJob, RunOnTwoRanksStopsWhereOneProcessStops) {
     std::vector<std::string> run = {"run", "-m", fixture("tiny-k3/model.gguf"), "--raw", "-p", "Hello there", "-n", "12",
                                     "--temp", "0.9", "--seed", "11", "-t", "1", "-q", "--json"};

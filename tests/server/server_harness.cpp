@@ -23,8 +23,9 @@ extern char** environ;
 namespace k3::testing {
 
 ServerProcess::ServerProcess(const std::string& model, const std::vector<std::string>& args,
-                             const std::string& stderr_path) {
-    std::vector<std::string> argv_strings = {K3_BINARY, "serve", "-m", model, "--port", "0", "-t", "2"};
+                             const std::string& stderr_path, const std::vector<std::string>& launcher, int threads) {
+    std::vector<std::string> argv_strings = launcher;
+    argv_strings.insert(argv_strings.end(), {K3_BINARY, "serve", "-m", model, "--port", "0", "-t", std::to_string(threads)});
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& s : argv_strings) argv.push_back(s.data());
@@ -37,11 +38,11 @@ ServerProcess::ServerProcess(const std::string& model, const std::vector<std::st
     posix_spawn_file_actions_addclose(&actions, out[0]);
     if (!stderr_path.empty())
         posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int rc = posix_spawn(&pid_, K3_BINARY, &actions, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid_, argv.front(), &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
     stdout_fd_ = out[0];
-    if (rc != 0) throw std::runtime_error("cannot start " + std::string(K3_BINARY));
+    if (rc != 0) throw std::runtime_error("cannot start " + argv_strings.front());
     // "k3 serve: listening on http://127.0.0.1:PORT (...)"
     std::string line;
     char c;

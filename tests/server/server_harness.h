@@ -12,9 +12,11 @@ namespace k3::testing {
 
 class ServerProcess {
 public:
-    // Runs `k3 serve -m MODEL --port 0 -t 2 ARGS...` and waits for its "listening on" line.
-    // `stderr_path`: a file its stderr goes to (empty: this process's stderr).
-    ServerProcess(const std::string& model, const std::vector<std::string>& args, const std::string& stderr_path = {});
+    // Runs `k3 serve -m MODEL --port 0 -t THREADS ARGS...` and waits for its "listening on" line.
+    // `stderr_path`: a file its stderr goes to (empty: this process's stderr). `launcher`: a
+    // program and its arguments that start k3 (mpirun for a parallel job); empty: k3 itself.
+    ServerProcess(const std::string& model, const std::vector<std::string>& args, const std::string& stderr_path = {},
+                  const std::vector<std::string>& launcher = {}, int threads = 2);
     ~ServerProcess();  // stops it if still running
     ServerProcess(const ServerProcess&) = delete;
     ServerProcess& operator=(const ServerProcess&) = delete;

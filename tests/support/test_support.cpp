@@ -135,8 +135,9 @@ CommandResult run_k3(const std::vector<std::string>& args, const std::string& st
     return run_with(K3_BINARY, args, stdin_text, 0, {});
 }
 
-CommandResult run_program(const std::string& binary, const std::vector<std::string>& args) {
-    return run_with(binary, args, {}, 0, {});
+CommandResult run_program(const std::string& binary, const std::vector<std::string>& args,
+                          const std::string& stdin_text) {
+    return run_with(binary, args, stdin_text, 0, {});
 }
 
 CommandResult run_k3_interrupted(const std::vector<std::string>& args, int signal, std::function<bool()> ready) {

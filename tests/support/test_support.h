@@ -39,8 +39,9 @@ struct CommandResult {
 // Runs the built k3 binary with the given arguments (no shell), optionally feeding stdin.
 CommandResult run_k3(const std::vector<std::string>& args, const std::string& stdin_text = {});
 
-// Runs any program by its path (no shell, no stdin).
-CommandResult run_program(const std::string& binary, const std::vector<std::string>& args);
+// Runs any program by its path (no shell), optionally feeding stdin.
+CommandResult run_program(const std::string& binary, const std::vector<std::string>& args,
+                          const std::string& stdin_text = {});
 
 // Runs k3 and sends it `signal` as soon as `ready()` (polled every 10 ms) returns true; without
 // `ready` the signal is pending from the start (blocked across exec), so it arrives exactly
