@@ -13,6 +13,7 @@
 #include "cli/numerics_option.h"
 #include "cli/parallel_option.h"
 #include "cli/residency_options.h"
+#include "model/context.h"  // KdaMode
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"

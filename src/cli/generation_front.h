@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/matmul.h"  // Numerics
 #include "runtime/engine.h"
 #include "runtime/scheduler.h"
 #include "text/chat_prompt.h"

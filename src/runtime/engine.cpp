@@ -5,19 +5,29 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <type_traits>
 
 #include "gguf/gguf_file.h"
 #include "kernels/thread_pool.h"
+#include "model/context.h"
 #include "model/model.h"
+#include "parallel/collective.h"
+#include "runtime/expert_cache.h"
 #include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "runtime/session_file.h"
 #include "runtime/session_mirror.h"
+#include "runtime/session_state.h"
 #include "text/tokenizer.h"
 #include "util/byte_size.h"
 #include "util/error.h"
 
 namespace k3::runtime {
+
+// engine.h names these without their headers, so its defaults are the zero values.
+static_assert(model::KdaMode{} == model::KdaMode::automatic);
+static_assert(kernels::Numerics{} == kernels::Numerics::native);
+static_assert(std::is_same_v<DumpFn, model::DumpFn> && std::is_same_v<MatmulObserver, model::MatmulObserver>);
 
 struct Engine::Impl {
     std::unique_ptr<model::Model> model;
@@ -263,7 +273,7 @@ void Engine::decode_here(std::span<SequenceInput> inputs) const {
     impl_->model->forward(*impl_->pool, requests, impl_->forward_options);
     for (size_t i = 0; i < inputs.size(); ++i) {
         SequenceInput& input = inputs[i];
-        std::vector<int32_t>& tokens = input.session->state_.tokens;
+        std::vector<int32_t>& tokens = input.session->state_->tokens;
         input.captured.clear();
         for (size_t c = 0; c < captured[i].size(); ++c) {
             std::vector<int32_t> prefix(tokens);
@@ -274,7 +284,7 @@ void Engine::decode_here(std::span<SequenceInput> inputs) const {
     }
 }
 
-Session::Session(const Engine& engine) : engine_(engine) {
+Session::Session(const Engine& engine) : engine_(engine), state_(std::make_unique<SessionState>()) {
     reset_here();
     if (SessionMirror* mirror = engine_.impl_->mirror.get()) {
         mirror_id_ = mirror->new_ids();
@@ -298,7 +308,9 @@ std::vector<float> Session::eval(std::span<const int32_t> tokens, bool all_logit
     return std::move(input.logits);
 }
 
-int64_t Session::position() const { return state_.sequence.position; }
+int64_t Session::position() const { return state_->sequence.position; }
+const std::vector<int32_t>& Session::tokens() const { return state_->tokens; }
+model::SequenceState& Session::state() { return state_->sequence; }
 
 void Session::reset() {
     std::unique_lock<std::mutex> announced;
@@ -307,22 +319,22 @@ void Session::reset() {
 }
 
 void Session::reset_here() {
-    state_ = {engine_.empty_state(), {}};
+    *state_ = {engine_.empty_state(), {}};
     checkpoints_.clear();
 }
 
-SessionSnapshot Session::copy_state() const { return std::make_shared<const SessionState>(state_); }
+SessionSnapshot Session::copy_state() const { return std::make_shared<const SessionState>(*state_); }
 
 SessionSnapshot Session::snapshot() const {
     SessionMirror* mirror = engine_.impl_->mirror.get();
     if (!mirror) return copy_state();
     const int64_t id = mirror->new_ids();
     const auto announced = mirror->announce(SessionOp::snapshot, {mirror_id_, id});
-    return mirror->adopt(state_, id);
+    return mirror->adopt(*state_, id);
 }
 
 void Session::restore(const SessionSnapshot& snapshot) {
-    if (!snapshot || snapshot->sequence.model != state_.sequence.model)
+    if (!snapshot || snapshot->sequence.model != state_->sequence.model)
         throw Error("restore: the snapshot is from another model");
     std::unique_lock<std::mutex> announced;
     if (SessionMirror* mirror = engine_.impl_->mirror.get()) {
@@ -331,7 +343,7 @@ void Session::restore(const SessionSnapshot& snapshot) {
         if (!id) throw Error("restore: in a parallel job only states the job computed can be restored, not one read from a file");
         announced = mirror->announce(SessionOp::restore, {mirror_id_, *id});
     }
-    state_ = *snapshot;
+    *state_ = *snapshot;
     checkpoints_.clear();
 }
 
@@ -356,12 +368,12 @@ void Session::truncate(int64_t position) {
     std::unique_lock<std::mutex> announced;
     if (SessionMirror* mirror = engine_.impl_->mirror.get()) announced = mirror->announce(SessionOp::truncate, {mirror_id_, position});
     std::erase_if(checkpoints_, [&](const SessionSnapshot& c) { return c->sequence.position > position; });
-    std::vector<int32_t> gap(state_.tokens.begin() + checkpoint_at_or_before(position),
-                             state_.tokens.begin() + position);
+    const std::vector<int32_t> gap(state_->tokens.begin() + checkpoint_at_or_before(position),
+                                   state_->tokens.begin() + position);
     if (checkpoints_.empty()) {
-        state_ = {engine_.empty_state(), {}};
+        *state_ = {engine_.empty_state(), {}};
     } else {
-        state_ = *checkpoints_.back();
+        *state_ = *checkpoints_.back();
     }
     if (gap.empty()) return;
     // The followers replay the gap themselves, inside their truncate.

@@ -4,19 +4,28 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "model/context.h"  // KdaMode, DumpFn
-#include "model/state.h"
-#include "parallel/collective.h"
-#include "runtime/expert_cache.h"  // ExpertWarmup, ExpertCacheCounters
-#include "runtime/session.h"       // SessionSnapshot
+#include "runtime/expert_residency.h"  // ExpertWarmup, ExpertCacheCounters
+#include "runtime/session.h"           // SessionSnapshot
 
+// The layers below are named, not included: a caller that sets a diagnostic option includes
+// the header that defines its values (model/context.h, kernels/matmul.h).
 namespace k3::gguf { struct TensorInfo; }
+namespace k3::kernels {
+enum class Numerics;  // kernels/matmul.h
+struct MatrixView;
+}  // namespace k3::kernels
+namespace k3::model {
+enum class KdaMode;  // model/context.h
+struct SequenceState;
+}  // namespace k3::model
+namespace k3::parallel { class Collective; }
 namespace k3::text { class Tokenizer; }
 
 namespace k3::runtime {
@@ -35,15 +44,20 @@ struct ResidencyOptions {
     std::optional<uint64_t> prompt_cache_bytes;
 };
 
+// The same types as model::DumpFn and model::MatmulObserver (model/context.h).
+using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
+using MatmulObserver = std::function<void(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n)>;
+
 struct EngineOptions {
     int n_threads = 0;  // 0: one per hardware thread
     // Diagnostics: force one KDA path; receive named intermediates, as llama.cpp names them (kda_out-3, ...).
-    model::KdaMode kda_mode = model::KdaMode::automatic;
-    model::DumpFn dump;
-    model::MatmulObserver observe;  // sees every weight product's input (k3 imatrix)
+    model::KdaMode kda_mode{};  // automatic (the first value; engine.cpp checks)
+    DumpFn dump;
+    MatmulObserver observe;  // sees every weight product's input (k3 imatrix)
     ResidencyOptions residency;
-    // native: activations rounded as llama.cpp's CPU backend rounds them; exact: f32 (--exact).
-    kernels::Numerics numerics = kernels::Numerics::native;
+    // native (the first value; engine.cpp checks): activations rounded as llama.cpp's CPU
+    // backend rounds them; exact: f32 (--exact).
+    kernels::Numerics numerics{};
     // A parallel job (--parallel-mode tp): every rank loads the same file, checks in with the others
     // (each rank's load error or model hash, waiting at most parallel_start_timeout) and computes
     // its share of every forward pass. Null: this process alone.

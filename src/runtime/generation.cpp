@@ -1,8 +1,5 @@
 #include "runtime/generation.h"
 
-#include "runtime/engine.h"
-#include "util/error.h"
-
 namespace k3::runtime {
 
 std::string_view finish_reason_name(FinishReason reason) {
@@ -27,26 +24,5 @@ std::vector<int64_t> resume_from_cache(PrefixCache& cache, Session& session, std
     stops.push_back(shared);
     return cache.checkpoint_positions(session.position(), int64_t(prompt.size()), stops);
 }
-
-CachedSession::CachedSession(const Engine& engine, PrefixCache* cache)
-    : session_(engine.new_session()),
-      own_cache_(cache ? nullptr : std::make_unique<PrefixCache>(engine, PrefixCacheOptions{})),
-      cache_(cache ? cache : own_cache_.get()) {}
-
-CachedSession::~CachedSession() = default;
-
-std::vector<float> CachedSession::prefill(std::span<const int32_t> prompt, int64_t* reused,
-                                          std::span<const int64_t> boundaries) {
-    if (prompt.empty()) throw Error("the prompt has no tokens");
-    const std::vector<int64_t> checkpoints = resume_from_cache(*cache_, *session_, prompt, boundaries);
-    if (reused) *reused = session_->position();
-    for (int64_t stop : checkpoints) {
-        session_->eval(prompt.subspan(size_t(session_->position()), size_t(stop - session_->position())));
-        cache_->insert(session_->snapshot());
-    }
-    return session_->eval(prompt.subspan(size_t(session_->position())));
-}
-
-std::vector<float> CachedSession::feed(int32_t token) { return session_->eval(std::span(&token, 1)); }
 
 }  // namespace k3::runtime

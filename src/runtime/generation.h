@@ -1,10 +1,9 @@
 // What one generation is asked to do and how it ends, shared by the scheduler (the one
 // generation loop, scheduler.h, which `k3 run`, `k3 chat` and the HTTP server all drive), and
-// the prompt cache's way of resuming a session (resume_from_cache, CachedSession).
+// the prompt cache's way of resuming a session (resume_from_cache).
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -39,30 +38,5 @@ struct GenerationParams {
 // where the prompt parts from a cached one, and every checkpoint interval.
 std::vector<int64_t> resume_from_cache(PrefixCache& cache, Session& session, std::span<const int32_t> prompt,
                                        std::span<const int64_t> boundaries);
-
-// One session fed synchronously through the prompt cache (for code that needs the logits, not a
-// generated answer, such as the prompt cache's tests).
-class CachedSession {
-public:
-    // cache: shared with others; null: a private one with default options.
-    explicit CachedSession(const Engine& engine, PrefixCache* cache = nullptr);
-    ~CachedSession();
-
-    // Feeds what `prompt` adds to the longest cached prefix and returns the logits after its last token;
-    // *reused (optional) receives how many prompt tokens were not fed again. `boundaries`: as for
-    // resume_from_cache. Throws k3::Error for an empty prompt.
-    std::vector<float> prefill(std::span<const int32_t> prompt, int64_t* reused = nullptr,
-                               std::span<const int64_t> boundaries = {});
-    // Feeds one more token (a sampled one) and returns the logits after it.
-    std::vector<float> feed(int32_t token);
-
-    const std::vector<int32_t>& consumed() const { return session_->tokens(); }
-    Session& session() { return *session_; }
-
-private:
-    std::unique_ptr<Session> session_;
-    std::unique_ptr<PrefixCache> own_cache_;
-    PrefixCache* cache_;
-};
 
 }  // namespace k3::runtime

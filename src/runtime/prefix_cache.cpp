@@ -7,6 +7,7 @@
 
 #include "model/kda.h"
 #include "runtime/engine.h"
+#include "runtime/session_state.h"
 #include "util/error.h"
 
 namespace k3::runtime {

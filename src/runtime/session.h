@@ -1,6 +1,6 @@
-// One sequence being generated: its KDA recurrent and conv states, its MLA latent cache (in
-// shared pages, model/state.h), the ids it has consumed and the KDA checkpoints it keeps so it
-// can roll back. Not thread-safe; a session belongs to one caller at a time.
+// One sequence being generated: its state (session_state.h), the ids it has consumed and the
+// KDA checkpoints it keeps so it can roll back. Not thread-safe; a session belongs to one
+// caller at a time.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +8,12 @@
 #include <span>
 #include <vector>
 
-#include "model/state.h"
+namespace k3::model { struct SequenceState; }
 
 namespace k3::runtime {
 
 class Engine;
-
-// A sequence's state at one position with the ids that led there.
-struct SessionState {
-    model::SequenceState sequence;
-    std::vector<int32_t> tokens;  // tokens.size() == sequence.position
-};
+struct SessionState;  // a sequence's state at one position with the ids that led there
 
 // A saved copy of a session's state (prompt caching). Immutable; restorable any number of times.
 // It shares the session's MLA pages and KDA states, so taking one costs pointers, not a copy.
@@ -36,7 +31,7 @@ public:
     std::vector<float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
     int64_t position() const;  // tokens consumed so far
-    const std::vector<int32_t>& tokens() const { return state_.tokens; }
+    const std::vector<int32_t>& tokens() const;
     void reset();              // back to an empty sequence (checkpoints dropped)
 
     SessionSnapshot snapshot() const;
@@ -55,12 +50,12 @@ public:
 
 private:
     friend class Engine;  // decode() advances the state and records the tokens it feeds
-    model::SequenceState& state() { return state_.sequence; }
+    model::SequenceState& state();
     void reset_here();
     SessionSnapshot copy_state() const;  // snapshot() without announcing it
     const Engine& engine_;
     int64_t mirror_id_ = 0;  // the followers' name for this session (rank 0 of a led job)
-    SessionState state_;
+    std::unique_ptr<SessionState> state_;  // never null
     std::vector<SessionSnapshot> checkpoints_;  // ascending positions, all <= position()
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/session.h"
+#include "runtime/session_state.h"
 
 namespace k3::gguf { class GgufFile; }
 

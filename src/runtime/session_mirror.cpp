@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "runtime/engine.h"
+#include "runtime/session_state.h"
 #include "util/error.h"
 
 namespace k3::runtime {

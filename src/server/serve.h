@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/matmul.h"  // Numerics
 #include "runtime/engine.h"
 #include "runtime/prefix_cache.h"
 #include "server/generation_sink.h"

@@ -1,5 +1,5 @@
 // The one generation loop (runtime::Scheduler through runtime::generate, as `k3 run` drives it)
-// and runtime::CachedSession on tiny-k3: greedy generation equals llama.cpp's continuation; a
+// and testing::CachedSession on tiny-k3: greedy generation equals llama.cpp's continuation; a
 // prompt that extends the cached one, or a cached checkpoint, or neither, leads to the
 // reference logits; stop ids, a stop string and the context end generation.
 // (Here rather than in tests/runtime to share fixture_cases.h.)
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "model/cached_session.h"
 #include "model/fixture_cases.h"
 #include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
@@ -18,6 +19,7 @@ namespace k3::runtime {
 namespace {
 
 using testing::FixtureCase;
+using testing::CachedSession;
 using testing::ModelFixture;
 
 // fixtures/README.md §5: every logit within 0.03 of the reference.

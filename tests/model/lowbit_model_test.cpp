@@ -15,6 +15,7 @@
 
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "kernels/matmul.h"  // Numerics
 #include "model/fixture_cases.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "kernels/matmul.h"  // Numerics
 #include "model/fixture_cases.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"

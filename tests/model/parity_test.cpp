@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "kernels/matmul.h"  // Numerics
 #include "model/fixture_cases.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "gguf/gguf_file.h"
+#include "model/cached_session.h"
 #include "model/fixture_cases.h"
 #include "model/hparams.h"
 #include "model/tiny_k3_engine_suite.h"
@@ -29,6 +30,7 @@
 namespace k3::runtime {
 namespace {
 
+using testing::CachedSession;
 using testing::ModelFixture;
 
 constexpr float kCacheTolerance = 1e-4f;  // issue #13

@@ -10,6 +10,7 @@
 #include "model/tiny_k3_engine_suite.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
+#include "runtime/session_state.h"
 #include "util/error.h"
 
 namespace k3::runtime {
