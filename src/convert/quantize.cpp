@@ -251,7 +251,7 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
                     weights = importance_weights(it->second, imatrix->legacy);
             }
             transcode_rows(t.data, t.type, buffer.data(), type, t.ne[0], t.rows(),
-                           {weights.empty() ? nullptr : weights.data(), t.rows() / matrices_of(t)});
+                           {weights.empty() ? nullptr : weights.data(), t.rows() / matrices_of(t)}, options.n_threads);
             writer.write_tensor(t.name, buffer.data(), n_bytes);
         }
         bar.advance(n_bytes, t.name);
