@@ -1,5 +1,6 @@
 // Model::make_trunk_resident: under a memory budget every non-expert weight matrix is read
 // once into memory the model owns, so that expert streaming can never evict it (issue #7).
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -90,6 +91,7 @@ void Model::make_trunk_resident() {
             uint8_t* destination = memory.data() + placed_at(used, t->file_offset);
             parts[t->part]->read_exact(t->file_offset, t->n_bytes, destination);
             it->second = destination;
+            trunk_copies_.push_back({destination, t->n_bytes, t->data});
             used = placed_at(used, t->file_offset) + t->n_bytes;
         }
         view.data = it->second;
@@ -97,6 +99,14 @@ void Model::make_trunk_resident() {
     // What loading read through the mapping (header, the vectors decoded to f32) need not stay cached.
     for (const auto& part : parts) part->drop_cached_pages();
     trunk_ = std::move(memory);
+}
+
+const uint8_t* Model::mapped_address(const uint8_t* p) const {
+    const auto after = std::upper_bound(trunk_copies_.begin(), trunk_copies_.end(), p,
+                                        [](const uint8_t* q, const TrunkCopy& c) { return q < c.copy; });
+    if (after == trunk_copies_.begin()) return p;
+    const TrunkCopy& c = *(after - 1);
+    return p < c.copy + c.n_bytes ? c.mapped + (p - c.copy) : p;
 }
 
 }  // namespace k3::model
