@@ -13,6 +13,7 @@
 #include "gguf/gguf_writer.h"
 #include "util/byte_size.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace k3::convert {
 namespace {
@@ -254,6 +255,7 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
                            {weights.empty() ? nullptr : weights.data(), t.rows() / matrices_of(t)}, options.n_threads);
             writer.write_tensor(t.name, buffer.data(), n_bytes);
         }
+        util::release_mapped_pages(t.data, t.n_bytes);  // memory stays bounded by the tensor being encoded
         bar.advance(n_bytes, t.name);
     }
     bar.finish();
