@@ -126,7 +126,8 @@ uint32_t file_type_for(tensor::Type type) {
 
 namespace {
 
-// llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model.
+// llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model,
+// before any fallback for rows they do not divide (choose_encoding makes and reports it).
 std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in, bool has_imatrix) {
     MixtureModel model;
     model.has_imatrix = has_imatrix;
@@ -140,7 +141,7 @@ std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& i
     for (const gguf::TensorInfo& t : in.tensors()) tensors.push_back({t.name, t.ne, t.type});
     std::vector<tensor::Type> types;
     const QuantMixture plan(mixture, model, tensors);
-    for (const TypeChoice& choice : plan.choices()) types.push_back(choice.type);
+    for (const TypeChoice& choice : plan.choices()) types.push_back(choice.wanted);
     return types;
 }
 
