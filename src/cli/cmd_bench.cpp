@@ -91,6 +91,7 @@ int run_bench(int argc, char** argv) {
     const auto collective = start_parallel(parallel_options, options);
 
     options.n_threads = threads;
+    options.logits_on_root_only = true;  // bench never reads the logits: the other ranks need none
     const auto load_start = Clock::now();
     auto engine = runtime::Engine::load(model_path, options);
     const double load_s = seconds_since(load_start);

@@ -32,11 +32,13 @@ using DumpFn = std::function<void(const std::string& name, const float* data, in
 using MatmulObserver = std::function<void(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n)>;
 
 struct ForwardContext;
+// Which ranks receive a sharded result.
+enum class GatherTo { every_rank, root };
 // The products of `outputs` (all reading x) with each rank computing its share of every matrix's
-// rows, then gathered so that every rank holds every row: the same values as one process computes
-// (model/tensor_parallel.cpp).
+// rows, then gathered so that every rank (or rank 0 alone) holds every row: the same values as
+// one process computes (model/tensor_parallel.cpp).
 void sharded_products(const ForwardContext& ctx, std::span<const kernels::MatmulOutput> outputs, const float* x,
-                      int64_t x_stride, int64_t n);
+                      int64_t x_stride, int64_t n, GatherTo to = GatherTo::every_rank);
 
 struct ForwardContext {
     const HParams& hp;
@@ -59,6 +61,13 @@ struct ForwardContext {
         const kernels::MatmulOutput output{&w, y, w.rows};
         if (collective) return sharded_products(*this, std::span(&output, 1), x, w.cols, n);
         kernels::matmul(pool, w, x, w.cols, n, y, w.rows, numerics);
+    }
+    // linear(), except that in a parallel job only rank 0 receives y (the others' y is not written).
+    void linear_to_root(const kernels::MatrixView& w, const float* x, int64_t n, float* y) const {
+        if (!collective) return linear(w, x, n, y);
+        observed(w, x, w.cols, n);
+        const kernels::MatmulOutput output{&w, y, w.rows};
+        sharded_products(*this, std::span(&output, 1), x, w.cols, n, GatherTo::root);
     }
     // Every output's y = W x for the same n rows of x (W.cols apart) in one pass over x
     // (kernels::matmul_same_input: x rounded once, one hand-off to the threads).
@@ -94,11 +103,13 @@ struct ForwardContext {
 void project_heads(const ForwardContext& ctx, const kernels::MatrixView& w_out, const float* o, int64_t n,
                    int64_t n_head, int64_t n_head_total, int64_t head_width, float* out);
 
-// Expert parallel: each rank computed the outputs of its share of the expert ids (rows
-// [first_member[e], first_member[e + 1]) of expert_out, `width` floats each, for its experts e);
-// afterwards every rank holds every expert's rows.
-void gather_expert_outputs(const ForwardContext& ctx, std::span<const int64_t> first_member, int64_t width,
-                           std::vector<float>& expert_out);
+// Expert parallel: each rank computed the outputs of the experts e it runs (expert_rank[e]): rows
+// [first_member[e], first_member[e + 1]) of expert_out, `width` floats each; afterwards every rank
+// holds every expert's rows. The products `also` of x (n rows), split by rows as linear() splits
+// them, travel in the same collective (the shared expert's down projection).
+void gather_expert_outputs(const ForwardContext& ctx, std::span<const int32_t> expert_rank,
+                           std::span<const int64_t> first_member, int64_t width, std::vector<float>& expert_out,
+                           std::span<const kernels::MatmulOutput> also = {}, const float* x = nullptr, int64_t n = 0);
 
 // A layer's intermediate named as llama.cpp's graph callback names it ("l_out-3"), so that a
 // dump diffs against the reference's name by name.

@@ -26,7 +26,18 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 
 Model::~Model() = default;
 
-void Model::shard(int rank, int size) { shard_weights(weights_, hp_, rank, size); }
+void Model::shard(int rank, int size, std::span<const double> expert_loads) {
+    shard_weights(weights_, hp_, rank, size, expert_loads);
+    rank_ = rank;
+    n_ranks_ = size;
+}
+
+std::vector<int32_t> Model::expert_ranks() const {
+    std::vector<int32_t> ranks;
+    for (const LayerWeights& layer : weights_.layers)
+        if (layer.moe) ranks.insert(ranks.end(), layer.moe->expert_rank.begin(), layer.moe->expert_rank.end());
+    return ranks;
+}
 
 SequenceState Model::new_state() const {
     SequenceState state;
@@ -180,13 +191,18 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         kernels::rms_norm(mixed.data() + wanted[i] * E, weights_.output_norm.data(), hp_.rms_eps, E,
                           final_rows.data() + int64_t(i) * E);
     ctx.emit("result_norm", final_rows.data(), int64_t(wanted.size()), E);
-    ctx.linear(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
+    if (options.logits_on_root_only)
+        ctx.linear_to_root(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
+    else
+        ctx.linear(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
     ctx.emit("result_output", logits.data(), int64_t(wanted.size()), V);
+    const bool has_logits = !options.collective || !options.logits_on_root_only || options.collective->rank() == 0;
     size_t row = 0;
     for (const SequenceRequest& r : requests) {
         if (r.tokens.empty()) continue;
         const size_t rows = r.all_logits ? r.tokens.size() : 1;
-        std::copy(logits.begin() + row * size_t(V), logits.begin() + (row + rows) * size_t(V), r.logits);
+        if (has_logits)
+            std::copy(logits.begin() + row * size_t(V), logits.begin() + (row + rows) * size_t(V), r.logits);
         row += rows;
         // The MLA cache up to a capture is a prefix of the pass's (its last page shared, copied
         // by whichever side writes to it first).

@@ -26,6 +26,9 @@ struct ForwardOptions {
     ExpertSource* experts = nullptr;  // null: row ranges of the mapped file (MappedExperts)
     kernels::Numerics numerics = kernels::Numerics::native;  // as llama.cpp's CPU backend
     parallel::Collective* collective = nullptr;  // a parallel job's ranks (ForwardContext::collective)
+    // In a parallel job: the logits are gathered to rank 0 alone (the others' SequenceRequest::logits
+    // are not written), for jobs in which only rank 0 samples; this saves the largest collective.
+    bool logits_on_root_only = false;
     MatmulObserver observe;  // sees every weight product's input, when set
 };
 
@@ -53,9 +56,13 @@ public:
     const HParams& hparams() const { return hp_; }
     const ModelWeights& weights() const { return weights_; }
 
-    // Keeps only rank `rank` of `size`'s share of the weights (model/shard.h). Call after
-    // make_trunk_resident() and before any new_state().
-    void shard(int rank, int size);
+    // Keeps only rank `rank` of `size`'s share of the weights (model/shard.h); expert_loads
+    // ([n_layer][n_expert], or empty) balance the routed experts. Call before make_trunk_resident()
+    // (which then copies only the rows this rank reads) and before any new_state().
+    void shard(int rank, int size, std::span<const double> expert_loads = {});
+    // The rank that runs each routed expert, layer after layer ([n_layer][n_expert] for the MoE
+    // layers), after shard(): what every rank of a job must agree on.
+    std::vector<int32_t> expert_ranks() const;
 
     SequenceState new_state() const;  // an empty sequence
 
@@ -63,7 +70,8 @@ public:
     // layer's routed experts (n_used of n_expert), one embedding row. For speed-of-light figures.
     uint64_t weight_bytes_per_token() const;
 
-    // Bytes the trunk (every weight matrix but the routed experts) takes once made resident.
+    // Bytes the trunk (every weight matrix but the routed experts; after shard(), the rows of them
+    // this rank reads) takes once made resident.
     uint64_t trunk_bytes() const;
     // Copies the trunk into memory the model owns (pread, then dropped from the page cache) and points the
     // weights at it: afterwards only routed experts are still reached through the mapped file
@@ -81,6 +89,7 @@ private:
     HParams hp_;
     ModelWeights weights_;
     util::AnonymousMemory trunk_;  // the resident trunk, when make_trunk_resident() ran
+    int rank_ = 0, n_ranks_ = 1;   // this process's part of a parallel job (shard())
     // Where each tensor make_trunk_resident() copied lies in the mapped file, ascending by copy:
     // an observer sees every weight at its file address, wherever the forward pass reads it.
     struct TrunkCopy {

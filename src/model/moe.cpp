@@ -7,7 +7,6 @@
 
 #include "kernels/vector_ops.h"
 #include "model/expert_source.h"
-#include "model/situ.h"
 
 namespace k3::model {
 
@@ -72,6 +71,8 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     order.reserve(X);
     latent.reserve(n * Ls);
     shared.reserve(n * E);
+    shared_gate.reserve(n * size_t(hp.n_expert_shared) * Fe);  // the shared experts' width
+    shared_up.reserve(n * size_t(hp.n_expert_shared) * Fe);
     inputs.reserve(n * Ls);
     gate.reserve(n * Fe);
     up.reserve(n * Fe);
@@ -79,6 +80,8 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     mixed.reserve(n * Ls);
     needed.reserve(X);
     token_counts.reserve(X);
+    owned.reserve(X);
+    owned_counts.reserve(X);
     first_member.reserve(X + 1);
     next_member.reserve(X);
     member_token.reserve(members);
@@ -130,26 +133,44 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             s.needed.push_back(int32_t(e));
             s.token_counts.push_back(count);
         }
-    // Expert parallel: this rank runs only its share of the expert ids (every expert when alone).
-    const parallel::Range owned = ctx.collective ? ctx.collective->share(X) : parallel::Range{0, X};
-    const auto owned_first = std::lower_bound(s.needed.begin(), s.needed.end(), owned.first) - s.needed.begin();
-    const auto owned_end = std::lower_bound(s.needed.begin(), s.needed.end(), owned.end()) - s.needed.begin();
+    // Expert parallel: this rank runs only the experts expert_rank gives it (every expert when alone).
+    s.owned.clear();
+    s.owned_counts.clear();
+    const int rank = ctx.collective ? ctx.collective->rank() : 0;
+    for (size_t i = 0; i < s.needed.size(); ++i)
+        if (w.expert_rank.empty() || w.expert_rank[size_t(s.needed[i])] == rank) {
+            s.owned.push_back(s.needed[i]);
+            s.owned_counts.push_back(s.token_counts[i]);
+        }
     ExpertSource& source = *ctx.experts;
-    source.request(il, std::span(s.needed).subspan(size_t(owned_first), size_t(owned_end - owned_first)),
-                   std::span(s.token_counts).subspan(size_t(owned_first), size_t(owned_end - owned_first)));
+    source.request(il, s.owned, s.owned_counts);
 
-    // 8. latent input z = W_routed_down · y: [n][Ls]
+    // 8. latent input z = W_routed_down · y: [n][Ls]; 13. the shared experts' gate and up of y
+    // (one pass over y: in a parallel job, one collective)
+    std::vector<kernels::MatmulOutput> of_y;
     const float* z = y;
     if (w.routed_down) {
         s.latent.resize(size_t(n * Ls));
-        ctx.linear(*w.routed_down, y, n, s.latent.data());
+        of_y.push_back({&*w.routed_down, s.latent.data(), w.routed_down->rows});
         z = s.latent.data();
     }
-    // 13. shared experts read y: [n][E]
+    const int64_t Fs = w.shared ? w.shared->gate.rows : 0;
     s.shared.resize(w.shared ? size_t(n * E) : 0);
+    s.shared_gate.resize(size_t(n * Fs));
+    s.shared_up.resize(size_t(n * Fs));
     if (w.shared) {
-        situ_glu(ctx, *w.shared, y, n, s.shared.data());
-        ctx.emit(layer_name(il, "ffn_shexp"), s.shared.data(), n, E);
+        of_y.push_back({&w.shared->gate, s.shared_gate.data(), Fs});
+        of_y.push_back({&w.shared->up, s.shared_up.data(), Fs});
+    }
+    if (!of_y.empty()) ctx.linear_same_input(of_y, y, n);
+    // situ(g, u), then the shared experts' down projection: [n][E] (in a parallel job it travels
+    // with the routed experts' outputs)
+    const kernels::MatmulOutput shared_down{w.shared ? &w.shared->down : nullptr, s.shared.data(), E};
+    if (w.shared) {
+        kernels::situ(s.shared_gate.data(), s.shared_up.data(), hp.situ_beta, hp.situ_linear_beta, n * Fs,
+                      s.shared_gate.data());
+        if (ctx.collective) ctx.observed(w.shared->down, s.shared_gate.data(), Fs, n);
+        else ctx.linear(w.shared->down, s.shared_gate.data(), n, s.shared.data());
     }
 
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
@@ -178,7 +199,11 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         expert_ctx.linear(expert->down, s.gate.data(), m, s.expert_out.data() + first * Ls);
         source.release(expert->expert);
     }
-    if (ctx.collective) gather_expert_outputs(ctx, s.first_member, Ls, s.expert_out);
+    if (ctx.collective)
+        gather_expert_outputs(ctx, w.expert_rank, s.first_member, Ls, s.expert_out,
+                              w.shared ? std::span(&shared_down, 1) : std::span<const kernels::MatmulOutput>(),
+                              s.shared_gate.data(), n);
+    if (w.shared) ctx.emit(layer_name(il, "ffn_shexp"), s.shared.data(), n, E);
     // 10. m = sum_k w_k · expert output, summed in expert-id order whatever the arrival order
     // (the same float additions with or without a memory budget): [n][Ls]
     s.mixed.assign(size_t(n * Ls), 0.0f);

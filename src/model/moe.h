@@ -26,9 +26,10 @@ Routing route_token(const HParams& hp, const float* router_logits, const std::ve
 // no layer call allocates.
 struct MoeScratch {
     MoeScratch(const HParams& hp, int64_t n_tokens);
-    std::vector<float> logits, probs, selection, latent, shared, inputs, gate, up, expert_out, mixed, member_weight;
-    std::vector<int32_t> order, needed;
-    std::vector<int64_t> token_counts, first_member, member_token, next_member;
+    std::vector<float> logits, probs, selection, latent, shared, shared_gate, shared_up, inputs, gate, up, expert_out,
+        mixed, member_weight;
+    std::vector<int32_t> order, needed, owned;  // owned: the needed experts this rank runs
+    std::vector<int64_t> token_counts, owned_counts, first_member, member_token, next_member;
     std::vector<Routing> routes;
 };
 

@@ -1,5 +1,8 @@
 #include "model/shard.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "parallel/collective.h"
 
 namespace k3::model {
@@ -46,10 +49,43 @@ void shard_mla(MlaWeights& w, const HParams& hp, int rank, int size) {
 
 }  // namespace
 
-void shard_weights(ModelWeights& weights, const HParams& hp, int rank, int size) {
-    for (LayerWeights& layer : weights.layers) {
+std::vector<int32_t> assign_experts(int64_t n_expert, int size, std::span<const double> loads) {
+    std::vector<int32_t> rank_of(size_t(n_expert), 0);
+    if (std::all_of(loads.begin(), loads.end(), [](double load) { return load == 0.0; })) {
+        for (int r = 0; r < size; ++r) {
+            const Range experts = parallel::share_of(n_expert, r, size);
+            std::fill_n(rank_of.begin() + experts.first, experts.count, r);
+        }
+        return rank_of;
+    }
+    std::vector<int32_t> heaviest(static_cast<size_t>(n_expert));
+    std::iota(heaviest.begin(), heaviest.end(), 0);
+    std::stable_sort(heaviest.begin(), heaviest.end(),
+                     [&](int32_t a, int32_t b) { return loads[size_t(a)] > loads[size_t(b)]; });
+    const int64_t capacity = (n_expert + size - 1) / size;
+    std::vector<double> load(size_t(size), 0.0);
+    std::vector<int64_t> held(size_t(size), 0);
+    for (int32_t e : heaviest) {
+        int best = -1;
+        for (int r = 0; r < size; ++r)
+            if (held[size_t(r)] < capacity && (best < 0 || load[size_t(r)] < load[size_t(best)])) best = r;
+        rank_of[size_t(e)] = best;
+        load[size_t(best)] += loads[size_t(e)];
+        ++held[size_t(best)];
+    }
+    return rank_of;
+}
+
+void shard_weights(ModelWeights& weights, const HParams& hp, int rank, int size, std::span<const double> expert_loads) {
+    for (size_t il = 0; il < weights.layers.size(); ++il) {
+        LayerWeights& layer = weights.layers[il];
         if (layer.kda) shard_kda(*layer.kda, hp, rank, size);
         if (layer.mla) shard_mla(*layer.mla, hp, rank, size);
+        if (layer.moe) {
+            const size_t X = size_t(hp.n_expert);
+            const std::span<const double> loads = expert_loads.empty() ? expert_loads : expert_loads.subspan(il * X, X);
+            layer.moe->expert_rank = assign_experts(hp.n_expert, size, loads);
+        }
     }
 }
 

@@ -8,52 +8,77 @@
 
 #include "gguf/gguf_file.h"
 #include "model/model.h"
+#include "parallel/collective.h"
 #include "util/uncached_reader.h"
 
 namespace k3::model {
 
 namespace {
 
-// Calls f(view) for every weight matrix except the routed experts' stacked tensors.
+// How a parallel rank reads a trunk matrix: whole, or only its share of the rows (the products
+// ForwardContext::linear always splits: the heads' output projections of sharded layers, the dense
+// FFN, the MoE's latent and shared projections, the output head; model/shard.h). Other matrices
+// that a layer too small to shard splits as well are conservatively kept whole.
+enum class RankReads { whole, row_share };
+
+// Calls f(view, reads) for every weight matrix except the routed experts' stacked tensors.
 template <class Weights, class F>
 void for_each_trunk_matrix(Weights& w, F&& f) {
     auto optional = [&](auto& m) {
-        if (m) f(*m);
+        if (m) f(*m, RankReads::whole);
     };
     auto glu = [&](auto& g) {
-        f(g.gate);
-        f(g.up);
-        f(g.down);
+        for (auto* m : {&g.gate, &g.up, &g.down}) f(*m, RankReads::row_share);
     };
-    f(w.token_embd);
-    f(w.output);
+    f(w.token_embd, RankReads::whole);
+    f(w.output, RankReads::row_share);
     for (auto& layer : w.layers) {
         if (auto& k = layer.kda) {
-            for (auto* m : {&k->q, &k->k, &k->v, &k->f_a, &k->f_b, &k->beta, &k->g, &k->out}) f(*m);
+            for (auto* m : {&k->q, &k->k, &k->v, &k->f_a, &k->f_b, &k->beta, &k->g}) f(*m, RankReads::whole);
+            f(k->out, k->n_head_total ? RankReads::row_share : RankReads::whole);
         }
         if (auto& m = layer.mla) {
             optional(m->q_a);
             optional(m->q_b);
             optional(m->q);
             optional(m->gate);
-            for (auto* v : {&m->kv_a, &m->k_b, &m->v_b, &m->out}) f(*v);
+            for (auto* v : {&m->kv_a, &m->k_b, &m->v_b}) f(*v, RankReads::whole);
+            f(m->out, m->n_head_total ? RankReads::row_share : RankReads::whole);
         }
         if (layer.dense) glu(*layer.dense);
         if (auto& e = layer.moe) {
-            f(e->router);
-            optional(e->routed_down);
-            optional(e->routed_up);
+            f(e->router, RankReads::whole);
+            for (auto& m : {&e->routed_down, &e->routed_up})
+                if (*m) f(**m, RankReads::row_share);
             if (e->shared) glu(*e->shared);
         }
     }
 }
 
-// The tensor each trunk view starts at (views are bound to whole tensors).
-std::unordered_map<const uint8_t*, const gguf::TensorInfo*> tensors_by_data(const gguf::GgufFile& file) {
-    std::unordered_map<const uint8_t*, const gguf::TensorInfo*> map;
-    for (const gguf::TensorInfo& t : file.tensors()) map.emplace(t.data, &t);
-    return map;
-}
+// Where a trunk view's bytes lie in the file: a whole tensor, or a parallel rank's rows of one
+// (model/shard.h), which alone are made resident.
+struct FileRange {
+    uint32_t part = 0;
+    uint64_t offset = 0, n_bytes = 0;
+};
+
+class TensorLocator {
+public:
+    explicit TensorLocator(const gguf::GgufFile& file) {
+        for (const gguf::TensorInfo& t : file.tensors()) by_data_.push_back(&t);
+        std::sort(by_data_.begin(), by_data_.end(),
+                  [](const gguf::TensorInfo* a, const gguf::TensorInfo* b) { return a->data < b->data; });
+    }
+    FileRange locate(const MatrixView& view) const {
+        const auto starts_after = [](const uint8_t* data, const gguf::TensorInfo* t) { return data < t->data; };
+        const auto after = std::upper_bound(by_data_.begin(), by_data_.end(), view.data, starts_after);
+        const gguf::TensorInfo* t = *(after - 1);  // the tensor the view lies in
+        return {t->part, t->file_offset + uint64_t(view.data - t->data), uint64_t(view.rows) * view.row_stride};
+    }
+
+private:
+    std::vector<const gguf::TensorInfo*> by_data_;  // ascending data addresses
+};
 
 // Each tensor sits at the same address modulo kPlacement as in the mapped file, so the kernels
 // see the alignment they see without a budget.
@@ -63,36 +88,57 @@ uint64_t placed_at(uint64_t used, uint64_t file_offset) {
     return used + (file_offset - used) % kPlacement;
 }
 
-}  // namespace
+// The rows of `view` that rank `rank` of `size` reads.
+parallel::Range rows_read(const MatrixView& view, RankReads reads, int rank, int size) {
+    return reads == RankReads::whole ? parallel::Range{0, view.rows} : parallel::share_of(view.rows, rank, size);
+}
 
-uint64_t Model::trunk_bytes() const {
-    const auto tensors = tensors_by_data(*file_);
+// The trunk's layout: every view whole, each at its file offset modulo kPlacement.
+template <class Weights>
+uint64_t layout_bytes(Weights& weights, const TensorLocator& tensors) {
     uint64_t used = 0;
     std::unordered_set<const uint8_t*> counted;
-    for_each_trunk_matrix(weights_, [&](const MatrixView& view) {
+    for_each_trunk_matrix(weights, [&](const MatrixView& view, RankReads) {
         if (!counted.insert(view.data).second) return;
-        const gguf::TensorInfo* t = tensors.at(view.data);
-        used = placed_at(used, t->file_offset) + t->n_bytes;
+        const FileRange range = tensors.locate(view);
+        used = placed_at(used, range.offset) + range.n_bytes;
     });
     return used;
 }
 
+}  // namespace
+
+uint64_t Model::trunk_bytes() const {
+    uint64_t bytes = 0;
+    std::unordered_set<const uint8_t*> counted;
+    for_each_trunk_matrix(weights_, [&](const MatrixView& view, RankReads reads) {
+        if (counted.insert(view.data).second)
+            bytes += uint64_t(rows_read(view, reads, rank_, n_ranks_).count) * view.row_stride;
+    });
+    return bytes;
+}
+
 void Model::make_trunk_resident() {
-    const auto tensors = tensors_by_data(*file_);
+    const TensorLocator tensors(*file_);
     std::vector<std::unique_ptr<util::UncachedReader>> parts;
     for (const std::string& path : file_->part_paths()) parts.push_back(std::make_unique<util::UncachedReader>(path));
-    util::AnonymousMemory memory(trunk_bytes());
+    // Laid out whole, but only the rows this rank reads are written: the pages of the others are
+    // never touched, so they take no memory.
+    util::AnonymousMemory memory(layout_bytes(weights_, tensors));
     uint64_t used = 0;
     std::unordered_map<const uint8_t*, const uint8_t*> moved;  // a tensor bound twice is read once
-    for_each_trunk_matrix(weights_, [&](MatrixView& view) {
+    for_each_trunk_matrix(weights_, [&](MatrixView& view, RankReads reads) {
         auto [it, fresh] = moved.emplace(view.data, nullptr);
         if (fresh) {
-            const gguf::TensorInfo* t = tensors.at(view.data);
-            uint8_t* destination = memory.data() + placed_at(used, t->file_offset);
-            parts[t->part]->read_exact(t->file_offset, t->n_bytes, destination);
+            const FileRange range = tensors.locate(view);
+            uint8_t* destination = memory.data() + placed_at(used, range.offset);
+            const parallel::Range rows = rows_read(view, reads, rank_, n_ranks_);
+            const uint64_t first = uint64_t(rows.first) * view.row_stride;
+            parts[range.part]->read_exact(range.offset + first, uint64_t(rows.count) * view.row_stride,
+                                          destination + first);
             it->second = destination;
-            trunk_copies_.push_back({destination, t->n_bytes, t->data});
-            used = placed_at(used, t->file_offset) + t->n_bytes;
+            trunk_copies_.push_back({destination, range.n_bytes, view.data});
+            used = placed_at(used, range.offset) + range.n_bytes;
         }
         view.data = it->second;
     });

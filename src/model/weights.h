@@ -66,6 +66,9 @@ struct MoeWeights {
     std::optional<MatrixView> routed_up;    // Ls -> E
     std::vector<float> routed_norm;     // [Ls]; empty if absent
     std::optional<GluWeights> shared;   // full width, reads y
+    // In a parallel job, the rank that runs each routed expert ([X], model/shard.h); empty: this
+    // process runs them all.
+    std::vector<int32_t> expert_rank;
 };
 
 struct LayerWeights {

@@ -32,4 +32,13 @@ void agree_on_model(Collective& collective, const std::string& load_error, uint6
                         "(metadata hash " + reports[r] + " vs " + reports[0] + "); every rank needs the same GGUF");
 }
 
+void agree_on(Collective& collective, const std::string& value, const std::string& what,
+              std::chrono::milliseconds timeout) {
+    const std::vector<std::string> reports = collective.allgather_bytes(value, timeout);
+    std::string differing;
+    for (size_t r = 1; r < reports.size(); ++r)
+        if (reports[r] != reports[0]) differing += (differing.empty() ? "rank " : ", rank ") + std::to_string(r);
+    if (!differing.empty()) throw Error("parallel job: " + differing + ": " + what + " differs from rank 0's");
+}
+
 }  // namespace k3::parallel

@@ -29,7 +29,7 @@ inline Range share_of(int64_t n, int rank, int size) {
 
 // What a rank's collectives cost so far (k3 bench reports them per token).
 struct CollectiveCounters {
-    uint64_t calls = 0;       // collectives (allgathers) of the forward passes
+    uint64_t calls = 0;       // collectives (allgathers, gathers to rank 0) of the forward passes
     uint64_t bytes = 0;       // bytes this rank received through them
     double wait_seconds = 0;  // time from posting them to their completion
 };
@@ -44,6 +44,9 @@ public:
     // Every rank's block, concatenated in rank order into `all` on every rank: rank r contributes
     // counts[r] floats (counts identical on every rank; mine.size() == counts[rank()]).
     virtual void allgather(std::span<const float> mine, std::span<const int64_t> counts, float* all) = 0;
+    // The same blocks concatenated into `all` on rank 0 only (elsewhere `all` is not touched and
+    // may be null): for results only rank 0 reads, such as the logits it samples from.
+    virtual void gather_to_root(std::span<const float> mine, std::span<const int64_t> counts, float* all) = 0;
     // Every rank's bytes (of any length) in rank order. Waits at most `timeout` for the slowest
     // rank, then throws k3::Error naming the ranks that did not answer (the job cannot continue).
     virtual std::vector<std::string> allgather_bytes(const std::string& mine, std::chrono::milliseconds timeout) = 0;
@@ -56,6 +59,12 @@ public:
 // on every rank when any failed ("rank 1: cannot open ...") or when the files differ.
 void agree_on_model(Collective& collective, const std::string& load_error, uint64_t model_identity,
                     std::chrono::milliseconds timeout);
+
+// Every rank reports `value`, something it derived on its own that must be the same everywhere
+// (such as which rank runs each expert); throws k3::Error on every rank naming the ranks whose
+// `what` differs from rank 0's.
+void agree_on(Collective& collective, const std::string& value, const std::string& what,
+              std::chrono::milliseconds timeout);
 
 // The job this process belongs to, started from mpirun's environment (MPI_Init). Throws k3::Error
 // when k3 was built without MPI.

@@ -34,6 +34,26 @@ struct Engine::Impl {
 
 namespace {
 
+// Each routed expert's load from the routing statistics at `path` ([n_layer][n_expert]), for
+// balancing the experts across the ranks of a parallel job; empty when there is no such file.
+std::vector<double> measured_expert_loads(const std::string& path, const model::HParams& hp) {
+    if (path.empty() || !std::filesystem::exists(path)) return {};
+    const RoutingStats stats = RoutingStats::load(path, hp.n_layer, hp.n_expert);
+    std::vector<double> loads;
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+        for (int32_t e = 0; e < hp.n_expert; ++e) loads.push_back(stats.score(il, e));
+    return loads;
+}
+
+uint64_t routed_expert_bytes(const model::Model& model) {
+    uint64_t bytes = 0;
+    for (const model::LayerWeights& layer : model.weights().layers)
+        if (layer.moe)
+            for (const kernels::MatrixView* m : {&layer.moe->gate_exps, &layer.moe->up_exps, &layer.moe->down_exps})
+                bytes += uint64_t(m->rows) * m->row_stride;
+    return bytes;
+}
+
 uint64_t model_file_bytes(const gguf::GgufFile& file) {
     uint64_t bytes = 0;
     for (const std::string& part : file.part_paths()) bytes += std::filesystem::file_size(part);
@@ -42,8 +62,8 @@ uint64_t model_file_bytes(const gguf::GgufFile& file) {
 
 }  // namespace
 
-// n_ranks: the ranks of a parallel job, each of which touches about 1/n_ranks of the file (its
-// heads, rows and experts), so only that share has to fit.
+// n_ranks: the ranks of a parallel job, each of which keeps its trunk and about 1/n_ranks of the
+// routed experts, so only that share has to fit.
 void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks) {
     std::string source = "--mem-budget";
     uint64_t budget = 0;
@@ -54,8 +74,9 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
-    // A parallel job's rank keeps its share of the file (model/shard.h).
-    const uint64_t file_bytes = model_file_bytes(model->file()) / uint64_t(n_ranks);
+    // A parallel job's rank keeps its trunk (after Model::shard) and its share of the routed experts.
+    const uint64_t file_bytes = n_ranks == 1 ? model_file_bytes(model->file())
+                                             : model->trunk_bytes() + routed_expert_bytes(*model) / uint64_t(n_ranks);
     constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
     const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
     if (options.prompt_cache_bytes) {
@@ -114,9 +135,12 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         engine->impl_->forward_options.numerics = options.numerics;
         engine->impl_->forward_options.dump = options.dump;
         engine->impl_->forward_options.collective = options.collective;
+        engine->impl_->forward_options.logits_on_root_only = options.logits_on_root_only;
         engine->impl_->forward_options.observe = options.observe;
+        if (options.collective)  // first, so that only this rank's share of the heads is made resident
+            engine->impl_->model->shard(options.collective->rank(), options.collective->size(),
+                                        measured_expert_loads(options.residency.expert_stats_path, hp));
         engine->impl_->set_up_residency(options.residency, options.collective ? options.collective->size() : 1);
-        if (options.collective) engine->impl_->model->shard(options.collective->rank(), options.collective->size());
     };
     if (!options.collective) {
         load_here();
@@ -130,6 +154,13 @@ std::unique_ptr<Engine> Engine::load(const std::string& path, const EngineOption
         load_error = e.what();
     }
     parallel::agree_on_model(*options.collective, load_error, engine->impl_->identity, options.parallel_start_timeout);
+    const std::vector<int32_t> expert_ranks = engine->impl_->model->expert_ranks();
+    const std::string assignment(reinterpret_cast<const char*>(expert_ranks.data()),
+                                 expert_ranks.size() * sizeof(int32_t));
+    parallel::agree_on(*options.collective, assignment,
+                       "assignment of routed experts to ranks (from --expert-stats " +
+                           options.residency.expert_stats_path + ")",
+                       options.parallel_start_timeout);
     return engine;
 }
 

@@ -49,6 +49,9 @@ struct EngineOptions {
     // its share of every forward pass. Null: this process alone.
     parallel::Collective* collective = nullptr;
     std::chrono::milliseconds parallel_start_timeout = std::chrono::minutes(5);
+    // In a parallel job, only rank 0 receives logits (model::ForwardOptions::logits_on_root_only);
+    // the other ranks' SequenceInput::logits are then zeros.
+    bool logits_on_root_only = false;
 };
 
 // What front ends need to know about the loaded model, from its metadata.

@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,8 +16,13 @@
 #include <vector>
 
 #include "model/fixture_cases.h"
+#include "model/model.h"
+#include "model/shard.h"
 #include "parallel/collective.h"
 #include "runtime/engine.h"
+#include "runtime/expert_cache.h"
+#include "runtime/memory_budget.h"
+#include "runtime/routing_stats.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "support/test_support.h"
@@ -31,18 +37,24 @@ constexpr int kDecodeSteps = 6;
 // Set by ParallelJob on the ranks it starts: ParallelRank's test then runs as one of them.
 constexpr const char* kRankVariable = "K3_PARALLEL_RANK";
 
+// This rank's job, started once per process (MPI cannot be initialised twice) for every ParallelRank test.
+parallel::Collective& rank_job() {
+    static const std::unique_ptr<parallel::Collective> collective = parallel::start_mpi();
+    return *collective;
+}
+
 // One rank of a job: each fixture loaded alone and as this rank, the fixture's cases as one batch
 // of sequences, then kDecodeSteps greedy steps with every sequence in each batch.
 TEST(ParallelRank, FixtureLogitsMatchOneProcess) {
     if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
-    const auto collective = parallel::start_mpi();
+    parallel::Collective* const collective = &rank_job();
     for (const char* dir : kModelFixtures) {
         SCOPED_TRACE(dir);
         const ModelFixture fixture = load_model_fixture(dir);
         runtime::EngineOptions alone_options;
         alone_options.n_threads = 1;
         runtime::EngineOptions rank_options = alone_options;
-        rank_options.collective = collective.get();
+        rank_options.collective = collective;
         const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
         const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
 
@@ -83,6 +95,98 @@ TEST(ParallelRank, FixtureLogitsMatchOneProcess) {
     }
 }
 
+// A job in which only rank 0 samples (logits_on_root_only) gets the logits on rank 0 alone,
+// zeros elsewhere; and routing statistics skewed towards the low expert ids (an --expert-stats
+// file) move experts between the ranks without changing a logit.
+TEST(ParallelRank, RootOnlyLogitsAndBalancedExpertsMatchOneProcess) {
+    if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
+    parallel::Collective* const collective = &rank_job();
+    const ScratchDir scratch;
+    for (const char* dir : {"tiny-k3", "tiny-k3-native"}) {
+        SCOPED_TRACE(dir);
+        const ModelFixture fixture = load_model_fixture(dir);
+        const model::HParams hp = model::Model::load(fixture.model_path)->hparams();
+        runtime::RoutingStats stats(hp.n_layer, hp.n_expert);
+        std::vector<int32_t> experts(size_t(hp.n_expert));
+        std::vector<int64_t> counts(size_t(hp.n_expert));
+        for (int32_t e = 0; e < hp.n_expert; ++e) {
+            experts[size_t(e)] = e;
+            counts[size_t(e)] = int64_t(hp.n_expert - e) * (hp.n_expert - e);  // low ids chosen most
+        }
+        for (int64_t il = 0; il < hp.n_layer; ++il) stats.record(il, experts, counts);
+        const std::string stats_path = scratch.file(std::string(dir) + ".stats.json");
+        stats.save(stats_path);
+
+        runtime::EngineOptions alone_options;
+        alone_options.n_threads = 1;
+        runtime::EngineOptions rank_options = alone_options;
+        rank_options.collective = collective;
+        rank_options.logits_on_root_only = true;
+        rank_options.residency.expert_stats_path = stats_path;
+        const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
+        const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
+        auto alone_session = alone->new_session();
+        auto rank_session = rank->new_session();
+        std::vector<int32_t> tokens = fixture.cases.front().prompt;
+        for (int step = 0; step <= kDecodeSteps; ++step) {
+            runtime::SequenceInput alone_input{alone_session.get(), tokens, false, {}};
+            runtime::SequenceInput rank_input{rank_session.get(), tokens, false, {}};
+            alone->decode(std::span(&alone_input, 1));
+            rank->decode(std::span(&rank_input, 1));
+            ASSERT_EQ(rank_input.logits.size(), alone_input.logits.size());
+            if (collective->rank() == 0)
+                EXPECT_EQ(rank_input.logits, alone_input.logits) << "step " << step;
+            else
+                EXPECT_EQ(rank_input.logits, std::vector<float>(alone_input.logits.size(), 0.0f)) << "step " << step;
+            tokens = {runtime::argmax(alone_input.logits)};
+        }
+    }
+}
+
+// A rank whose share does not fit its budget streams its own experts and keeps only its share of
+// the heads' matrices resident: a budget below what the whole trunk needs, yet the logits one
+// process computes without a budget.
+TEST(ParallelRank, StreamingRankHoldsItsShareOfTheTrunk) {
+    if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
+    parallel::Collective* const collective = &rank_job();
+    const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
+    const auto model = model::Model::load(fixture.model_path);
+    const uint64_t whole_trunk = model->trunk_bytes();
+    model->shard(collective->rank(), collective->size());
+    const uint64_t working = runtime::estimate_working_bytes(model->hparams());
+    const uint64_t expert = runtime::ExpertCache::largest_expert_bytes(model->file(), model->hparams());
+    const uint64_t budget = model->trunk_bytes() + working + 3 * expert;
+    ASSERT_LT(budget, whole_trunk + working + 2 * expert) << "a whole trunk would not fit this budget";
+
+    runtime::EngineOptions alone_options;
+    alone_options.n_threads = 1;
+    runtime::EngineOptions rank_options = alone_options;
+    rank_options.collective = collective;
+    rank_options.residency.mem_budget = budget;
+    const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
+    const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
+    ASSERT_TRUE(rank->expert_cache_counters()) << "the budget did not switch to streaming experts";
+    for (const FixtureCase& c : fixture.cases)
+        EXPECT_EQ(rank->new_session()->eval(c.prompt, true), alone->new_session()->eval(c.prompt, true)) << c.name;
+}
+
+// Measured loads put the heaviest experts first, each on the least-loaded rank with room; worked
+// out by hand: 8 then 7 (rank 1), 6 (rank 1, 7 < 8), 5 (rank 0), 4 (tie at 13: rank 0),
+// 3 and 2 (rank 1, now full), 1 (rank 0): 18 each, where id ranges would give 26 and 10.
+TEST(ExpertAssignment, MeasuredLoadsBalanceTheRanks) {
+    const double loads[] = {8, 7, 6, 5, 4, 3, 2, 1};
+    EXPECT_EQ(model::assign_experts(8, 2, loads), (std::vector<int32_t>{0, 1, 1, 0, 0, 1, 1, 0}));
+    // No measurement (or none of a layer's experts ever chosen): id ranges.
+    EXPECT_EQ(model::assign_experts(8, 2), (std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1}));
+    const double unused[8] = {};
+    EXPECT_EQ(model::assign_experts(5, 2, std::span(unused, 5)), (std::vector<int32_t>{0, 0, 1, 1, 1}));
+    // Every rank holds at most ceil(X / N) experts, however skewed: one heavy expert and 3 ranks.
+    const double skewed[] = {100, 1, 1, 1, 1, 1, 1};
+    const std::vector<int32_t> ranks = model::assign_experts(7, 3, skewed);
+    for (int32_t r = 0; r < 3; ++r) EXPECT_LE(std::count(ranks.begin(), ranks.end(), r), 3) << "rank " << r;
+    EXPECT_EQ(std::count(ranks.begin(), ranks.end(), ranks[0]), 1);  // the heavy one alone on its rank
+}
+
 #ifdef K3_MPIEXEC
 // A job that hangs fails its test after --timeout instead of stalling the suite. In a sanitized
 // build the ranks keep every AddressSanitizer check but leak detection: Open MPI does not free
@@ -107,7 +211,7 @@ void expect_ranks_pass(int n_ranks) {
         run_program(K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1",
                                              K3_TEST_BINARY, "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_EQ(count(r.out, "[  PASSED  ] 1 test"), size_t(n_ranks)) << r.out;  // every rank ran it, none skipped
+    EXPECT_EQ(count(r.out, "[  PASSED  ] 3 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
 }
 
 TEST(ParallelJob, TwoRanksComputeWhatOneProcessComputes) { expect_ranks_pass(2); }
