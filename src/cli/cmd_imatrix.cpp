@@ -15,6 +15,7 @@
 #include "cli/imatrix_collector.h"
 #include "cli/numerics_option.h"
 #include "cli/options.h"
+#include "cli/residency_options.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
 #include "text/tokenizer.h"
@@ -37,6 +38,7 @@ int run_imatrix(int argc, char** argv) {
     app.add_option("-t,--threads", threads, "worker threads (0: all hardware threads)")->check(thread_count());
     runtime::EngineOptions options;
     add_numerics_option(app, options.numerics);
+    add_residency_options(app, options.residency);
     OutputFlags output;
     add_output_flags(app, output);
     if (const std::optional<int> exit_code = parse_options(app, argc, argv)) return *exit_code;

@@ -29,6 +29,7 @@ int run_quantize(int argc, char** argv) {
     app.add_option("--imatrix", options.imatrix_path,
                    "importance matrix (k3 imatrix / llama-imatrix, GGUF or legacy .dat); needed for IQ1_S, IQ1_M, IQ2_*, IQ3_XXS")
         ->check(CLI::ExistingFile);
+    app.add_option("-t,--threads", options.n_threads, "encoding threads (0: all hardware threads)")->check(thread_count());
     app.add_option("--split-max-size", split_max_size, "split the output into parts of at most SIZE bytes (e.g. 50G)")
         ->check(byte_size());
     OutputFlags output;

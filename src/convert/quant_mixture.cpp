@@ -80,7 +80,7 @@ bool is_one_of(Mixture m, std::initializer_list<Mixture> set) { return std::find
 
 TypeChoice with_fallback(Type type, const MixtureTensor& t) {
     const Type chosen = block_compatible_type(type, t.ne[0]);
-    return {chosen, chosen != type};
+    return {chosen, type};
 }
 
 }  // namespace

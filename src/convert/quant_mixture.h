@@ -68,7 +68,8 @@ struct MixtureTensor {
 
 struct TypeChoice {
     tensor::Type type;
-    bool fell_back = false;  // the mixture's type did not divide the rows (llama.cpp prints a warning)
+    tensor::Type wanted = type;  // the mixture's type, before a fallback for rows it does not divide
+    bool fell_back() const { return type != wanted; }  // llama.cpp prints a warning
 };
 
 class QuantMixture {

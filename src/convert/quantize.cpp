@@ -13,6 +13,7 @@
 #include "gguf/gguf_writer.h"
 #include "util/byte_size.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace k3::convert {
 namespace {
@@ -125,7 +126,8 @@ uint32_t file_type_for(tensor::Type type) {
 
 namespace {
 
-// llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model.
+// llama-quantize's per-tensor choices for a named mixture (Q4_K_M, ...), over the whole model,
+// before any fallback for rows they do not divide (choose_encoding makes and reports it).
 std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& in, bool has_imatrix) {
     MixtureModel model;
     model.has_imatrix = has_imatrix;
@@ -139,7 +141,7 @@ std::vector<tensor::Type> mixture_types(Mixture mixture, const gguf::GgufFile& i
     for (const gguf::TensorInfo& t : in.tensors()) tensors.push_back({t.name, t.ne, t.type});
     std::vector<tensor::Type> types;
     const QuantMixture plan(mixture, model, tensors);
-    for (const TypeChoice& choice : plan.choices()) types.push_back(choice.type);
+    for (const TypeChoice& choice : plan.choices()) types.push_back(choice.wanted);
     return types;
 }
 
@@ -251,9 +253,10 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
                     weights = importance_weights(it->second, imatrix->legacy);
             }
             transcode_rows(t.data, t.type, buffer.data(), type, t.ne[0], t.rows(),
-                           {weights.empty() ? nullptr : weights.data(), t.rows() / matrices_of(t)});
+                           {weights.empty() ? nullptr : weights.data(), t.rows() / matrices_of(t)}, options.n_threads);
             writer.write_tensor(t.name, buffer.data(), n_bytes);
         }
+        util::release_mapped_pages(t.data, t.n_bytes);  // memory stays bounded by the tensor being encoded
         bar.advance(n_bytes, t.name);
     }
     bar.finish();

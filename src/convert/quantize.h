@@ -22,6 +22,7 @@ struct QuantizeOptions {
     std::string imatrix_path;  // importance matrix (llama.cpp's formats, convert/imatrix_file.h); empty: none
     uint64_t split_max_bytes = 0;
     bool overwrite = true;  // false: an existing output is an error (before anything is written)
+    int n_threads = 0;      // encoding threads; 0: one per hardware thread
 };
 
 // llama_ftype written as general.file_type for a file whose main type is `type`.

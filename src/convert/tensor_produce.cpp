@@ -40,7 +40,7 @@ void encode_rows(const float* values, int64_t n_elements, int64_t ne0, tensor::T
 }
 
 void transcode_rows(const uint8_t* src, tensor::Type from_type, uint8_t* dst, tensor::Type to_type, int64_t ne0, int64_t n_rows,
-                    RowImportance importance) {
+                    RowImportance importance, int n_threads) {
     const tensor::TypeTraits& from = tensor::traits(from_type);
     const tensor::TypeTraits& to = tensor::traits(to_type);
     const size_t src_row = tensor::row_bytes(from, ne0), dst_row = tensor::row_bytes(to, ne0);
@@ -61,10 +61,11 @@ void transcode_rows(const uint8_t* src, tensor::Type from_type, uint8_t* dst, te
         }
     };
     // Threads only pay off for big tensors (a K3 matrix is ~10^8 elements).
-    const int64_t n_threads = std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), n_rows * ne0 / (1 << 20) + 1);
+    const int64_t wanted = n_threads > 0 ? n_threads : std::max(1u, std::thread::hardware_concurrency());
+    const int64_t used = std::min<int64_t>(wanted, n_rows * ne0 / (1 << 20) + 1);
     std::vector<std::thread> threads;
-    for (int64_t t = 1; t < n_threads; ++t) threads.emplace_back(work, n_rows * t / n_threads, n_rows * (t + 1) / n_threads);
-    work(0, n_rows / n_threads);
+    for (int64_t t = 1; t < used; ++t) threads.emplace_back(work, n_rows * t / used, n_rows * (t + 1) / used);
+    work(0, n_rows / used);
     for (std::thread& thread : threads) thread.join();
 }
 

@@ -27,9 +27,9 @@ struct RowImportance {
 };
 
 // Re-encodes n_rows rows of ne0 elements from one type to another through f32 (a plain copy
-// when the types agree), spread over the machine's cores for large tensors.
-// Throws k3::Error if `from` cannot be decoded or `to` cannot be encoded by k3.
+// when the types agree), spread over up to n_threads threads (0: one per hardware thread) for
+// large tensors. Throws k3::Error if `from` cannot be decoded or `to` cannot be encoded by k3.
 void transcode_rows(const uint8_t* src, tensor::Type from, uint8_t* dst, tensor::Type to, int64_t ne0, int64_t n_rows,
-                    RowImportance importance = {});
+                    RowImportance importance = {}, int n_threads = 0);
 
 }  // namespace k3::convert

@@ -27,7 +27,8 @@ enum class KdaMode {
 // Receives named intermediates: rows x cols f32, one row per batch token (row-major).
 using DumpFn = std::function<void(const std::string& name, const float* data, int64_t rows, int64_t cols)>;
 // Sees the input of every product with a weight matrix: n rows of w.cols values, x_stride apart
-// (k3 imatrix collects the squared activations per weight from it).
+// (k3 imatrix collects the squared activations per weight from it). w.data is where the weight
+// lies in the model's mapped file, also for a resident trunk or a streamed expert.
 using MatmulObserver = std::function<void(const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t n)>;
 
 struct ForwardContext;

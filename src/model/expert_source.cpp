@@ -4,6 +4,12 @@
 
 namespace k3::model {
 
+ExpertMatrices mapped_expert(const MoeWeights& w, int32_t e) {
+    const int64_t Fe = w.expert_width, Ls = w.expert_io;
+    return ExpertMatrices{e, w.gate_exps.row_range(e * Fe, Fe), w.up_exps.row_range(e * Fe, Fe),
+                          w.down_exps.row_range(e * Ls, Ls)};
+}
+
 void MappedExperts::request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t>) {
     layer_ = il;
     pending_.assign(experts.begin(), experts.end());
@@ -12,11 +18,7 @@ void MappedExperts::request(int64_t il, std::span<const int32_t> experts, std::s
 
 std::optional<ExpertMatrices> MappedExperts::next() {
     if (next_ == pending_.size()) return std::nullopt;
-    const int32_t e = pending_[next_++];
-    const MoeWeights& w = *weights_.layers[size_t(layer_)].moe;
-    const int64_t Fe = w.expert_width, Ls = w.expert_io;
-    return ExpertMatrices{e, w.gate_exps.row_range(e * Fe, Fe), w.up_exps.row_range(e * Fe, Fe),
-                          w.down_exps.row_range(e * Ls, Ls)};
+    return mapped_expert(*weights_.layers[size_t(layer_)].moe, pending_[next_++]);
 }
 
 }  // namespace k3::model

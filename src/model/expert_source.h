@@ -15,6 +15,7 @@
 namespace k3::model {
 
 struct ModelWeights;
+struct MoeWeights;
 
 // One routed expert's matrices, pointing at resident bytes until released.
 struct ExpertMatrices {
@@ -23,6 +24,9 @@ struct ExpertMatrices {
     kernels::MatrixView up;    // Ls -> Fe
     kernels::MatrixView down;  // Fe -> Ls
 };
+
+// Expert e of a layer as rows of its stacked tensors in the mapped file.
+ExpertMatrices mapped_expert(const MoeWeights& w, int32_t e);
 
 class ExpertSource {
 public:

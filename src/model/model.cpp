@@ -125,9 +125,18 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     if (n == 0) return;
     MappedExperts mapped_experts(weights_);
     MoeScratch moe_scratch(hp_, n);
+    // The observer names weights by their address in the mapped file, resident trunk or not.
+    MatmulObserver observe_in_file;
+    if (options.observe && !trunk_copies_.empty())
+        observe_in_file = [&](const kernels::MatrixView& w, const float* x, int64_t x_stride, int64_t rows) {
+            kernels::MatrixView in_file = w;
+            in_file.data = mapped_address(w.data);
+            options.observe(in_file, x, x_stride, rows);
+        };
+    const MatmulObserver* observe = observe_in_file ? &observe_in_file : options.observe ? &options.observe : nullptr;
     const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
                              options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch,
-                             options.collective, options.observe ? &options.observe : nullptr};
+                             options.collective, observe};
 
     // 3.2.1 inpL = token embeddings: [n][E]
     std::vector<float> partial(size_t(n * E));

@@ -90,6 +90,15 @@ private:
     ModelWeights weights_;
     util::AnonymousMemory trunk_;  // the resident trunk, when make_trunk_resident() ran
     int rank_ = 0, n_ranks_ = 1;   // this process's part of a parallel job (shard())
+    // Where each tensor make_trunk_resident() copied lies in the mapped file, ascending by copy:
+    // an observer sees every weight at its file address, wherever the forward pass reads it.
+    struct TrunkCopy {
+        const uint8_t* copy;
+        uint64_t n_bytes;
+        const uint8_t* mapped;
+    };
+    std::vector<TrunkCopy> trunk_copies_;
+    const uint8_t* mapped_address(const uint8_t* p) const;
 };
 
 }  // namespace k3::model

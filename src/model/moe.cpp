@@ -176,7 +176,10 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
     // expert e's outputs at expert_out rows [first_member[e], first_member[e + 1]), each [Ls]
     s.expert_out.resize(size_t(n_members * Ls));
-    const ForwardContext expert_ctx = ctx.unsharded();  // an expert's rows all live on its rank
+    // An expert's rows all live on its rank. The observer sees them as rows of the mapped file
+    // wherever the source keeps the expert (an expert cache's buffer under a memory budget).
+    ForwardContext expert_ctx = ctx.unsharded();
+    expert_ctx.observe = nullptr;
     while (const std::optional<ExpertMatrices> expert = source.next()) {
         const int64_t first = s.first_member[size_t(expert->expert)];
         const int64_t m = s.first_member[size_t(expert->expert) + 1] - first;
@@ -187,8 +190,12 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         }
         s.gate.resize(size_t(m * Fe));
         s.up.resize(size_t(m * Fe));
+        const ExpertMatrices in_file = ctx.observe ? mapped_expert(w, expert->expert) : ExpertMatrices{};
+        ctx.observed(in_file.gate, s.inputs.data(), Ls, m);
+        ctx.observed(in_file.up, s.inputs.data(), Ls, m);
         expert_ctx.linear_pair(expert->gate, expert->up, s.inputs.data(), m, s.gate.data(), s.up.data());
         kernels::situ(s.gate.data(), s.up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, s.gate.data());
+        ctx.observed(in_file.down, s.gate.data(), Fe, m);
         expert_ctx.linear(expert->down, s.gate.data(), m, s.expert_out.data() + first * Ls);
         source.release(expert->expert);
     }

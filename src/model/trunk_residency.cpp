@@ -137,6 +137,7 @@ void Model::make_trunk_resident() {
             parts[range.part]->read_exact(range.offset + first, uint64_t(rows.count) * view.row_stride,
                                           destination + first);
             it->second = destination;
+            trunk_copies_.push_back({destination, range.n_bytes, view.data});
             used = placed_at(used, range.offset) + range.n_bytes;
         }
         view.data = it->second;
@@ -144,6 +145,14 @@ void Model::make_trunk_resident() {
     // What loading read through the mapping (header, the vectors decoded to f32) need not stay cached.
     for (const auto& part : parts) part->drop_cached_pages();
     trunk_ = std::move(memory);
+}
+
+const uint8_t* Model::mapped_address(const uint8_t* p) const {
+    const auto after = std::upper_bound(trunk_copies_.begin(), trunk_copies_.end(), p,
+                                        [](const uint8_t* q, const TrunkCopy& c) { return q < c.copy; });
+    if (after == trunk_copies_.begin()) return p;
+    const TrunkCopy& c = *(after - 1);
+    return p < c.copy + c.n_bytes ? c.mapped + (p - c.copy) : p;
 }
 
 }  // namespace k3::model

@@ -265,8 +265,14 @@ void ascending_order(const float* xb, int n, int* order) {
 }
 
 // Levels 0, 1, 2 by rank: the values before position i1 of the order, from i1 to i2, and after.
-void levels_by_rank(const int* order, int n, int i1, int i2, int8_t* L) {
+// A negative scale is made positive by mirroring the levels (−1 ↔ 1), which mirrors the shift
+// too: returns whether it did, for the caller to flip its shift.
+bool levels_by_rank(const int* order, int n, int i1, int i2, int8_t* L, float& scale) {
     for (int j = 0; j < n; ++j) L[order[j]] = int8_t(j < i1 ? 0 : j < i2 ? 1 : 2);
+    if (scale >= 0) return false;
+    for (int j = 0; j < n; ++j) L[j] = int8_t(2 - L[j]);
+    scale = -scale;
+    return true;
 }
 
 // The grid point among the neighbours of `code` nearest to xb at `scale` with shifted values xx
@@ -473,12 +479,7 @@ void quantize_row_iq1_s(const float* in, void* blocks, int64_t n, const float* i
             }
             if (best_i1 < 0) continue;
             int8_t L[kSub];
-            levels_by_rank(order, kSub, best_i1, best_i2, L);
-            if (scale < 0) {
-                for (int8_t& l : L) l = int8_t(2 - l);
-                scale = -scale;
-                best_shift = -best_shift;
-            }
+            if (levels_by_rank(order, kSub, best_i1, best_i2, L, scale)) best_shift = -best_shift;
             const float* xx = best_shift == 1 ? kIq1Plus : kIq1Minus;
             uint16_t index[kSub / 8];
             iq1_grid_indices(xb, weight, kSub, L, [xx](int) { return xx; }, scale, index);
@@ -554,12 +555,7 @@ void quantize_row_iq1_m(const float* in, void* blocks, int64_t n, const float* i
             }
             if (best_c < 0) continue;
             int8_t L[kSub];
-            levels_by_rank(order, kSub, best_i1, best_i2, L);
-            if (scale < 0) {
-                for (int8_t& l : L) l = int8_t(2 - l);
-                scale = -scale;
-                best_c = 3 - best_c;
-            }
+            if (levels_by_rank(order, kSub, best_i1, best_i2, L, scale)) best_c = 3 - best_c;  // both shifts flip
             uint16_t index[2];
             iq1_grid_indices(xb, weight, kSub, L, [&](int k) { return shift_of(best_c, k); }, scale, index);
             y.qs[2 * ib] = uint8_t(index[0]);

@@ -50,6 +50,14 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     return *this;
 }
 
+void release_mapped_pages(const uint8_t* data, size_t n_bytes) {
+    if (n_bytes == 0) return;
+    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t first = uintptr_t(data) / page * page, end = (uintptr_t(data) + n_bytes + page - 1) / page * page;
+    // Advice only: the bytes stay readable whatever it does, so a failure changes nothing.
+    ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+}
+
 void MappedFile::unmap() {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = nullptr;

@@ -29,4 +29,9 @@ private:
     size_t size_ = 0;
 };
 
+// Unmaps the pages holding [data, data + n_bytes) of a MappedFile from this process (they are
+// read back if touched again): a reader that goes through a file larger than memory once then
+// holds only what it is working on, and the page cache may drop the rest.
+void release_mapped_pages(const uint8_t* data, size_t n_bytes);
+
 }  // namespace k3::util

@@ -40,7 +40,7 @@ TEST(QuantMixture, Q4KMReproducesLlamaQuantizeOnTinyK3) {
     for (size_t i = 0; i < f.tensors.size(); ++i) {
         const TypeChoice choice = plan.choose_type(i);
         EXPECT_EQ(choice.type, f.file->tensors()[i].type) << f.tensors[i].name;
-        fallbacks += choice.fell_back;
+        fallbacks += choice.fell_back();
         ++counts[choice.type];
     }
     // cases.json "quantize": 104 F32, 117 Q4_K, 12 Q6_K, 9 Q5_0 (all nine are fallbacks).
@@ -109,7 +109,7 @@ TEST(QuantMixture, TiedEmbeddingsTakeTheOutputRule) {
 TEST(QuantMixture, RowsOfNoBlockSizeFallToF16) {
     const QuantMixture plan(Mixture::Q4_K_M, {1, 0, 1}, {{"blk.0.ffn_up.weight", {100, 512}, Type::BF16}});
     EXPECT_EQ(plan.choose_type(0).type, Type::F16);
-    EXPECT_TRUE(plan.choose_type(0).fell_back);
+    EXPECT_TRUE(plan.choose_type(0).fell_back());
 }
 
 TEST(QuantMixture, ParsesMixtureNames) {

@@ -124,5 +124,34 @@ TEST_F(QuantizeImatrix, RefusesAnImatrixOfAnotherModel) {
     EXPECT_FALSE(std::ifstream(dir_->file("other.gguf")).good()) << "nothing is written";
 }
 
+// tiny-k3's rows (16 to 128 wide) cannot hold the 256-value blocks of the IQ2_XXS mixture's
+// types: each falls back as llama-quantize's tensor_type_fallback does (IQ2_XXS to IQ4_NL, or F16
+// where its blocks of 32 do not fit either), and the report names the type each one wanted.
+TEST_F(QuantizeImatrix, RowsTheTypeCannotHoldFallBackAndAreReported) {
+    const std::string in = testing::fixture("tiny-k3/model.gguf"), out = dir_->file("tiny-iq2xxs.gguf");
+    const std::string tiny = std::string(K3_SOURCE_DIR) + "/tests/convert/data/tiny-k3.llama-imatrix.gguf";
+    const auto r = testing::run_k3({"quantize", in, out, "IQ2_XXS", "--imatrix", tiny});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto before = gguf::GgufFile::open(in), after = gguf::GgufFile::open(out);
+    ASSERT_EQ(before->tensors().size(), after->tensors().size());
+    size_t fell_back = 0, from_iq2_xxs = 0;
+    for (size_t i = 0; i < before->tensors().size(); ++i) {
+        const gguf::TensorInfo& a = before->tensors()[i];
+        const gguf::TensorInfo& b = after->tensors()[i];
+        if (b.type == a.type || b.type == tensor::Type::Q8_0) continue;  // kept, or a type of 32-value blocks
+        const size_t start = r.err.find("  " + a.name + " ");
+        ASSERT_NE(start, std::string::npos) << a.name;
+        const std::string line = r.err.substr(start, r.err.find('\n', start) - start);
+        ++fell_back;
+        EXPECT_NE(line.find(" needs rows of a multiple of 256; this one has " + std::to_string(a.ne[0]) + ")"), std::string::npos)
+            << line;
+        if (line.find("(fallback: iq2_xxs ") == std::string::npos) continue;
+        ++from_iq2_xxs;
+        EXPECT_EQ(b.type, a.ne[0] % 32 == 0 ? tensor::Type::IQ4_NL : tensor::Type::F16) << line;
+    }
+    EXPECT_GT(from_iq2_xxs, 100u);
+    EXPECT_NE(r.err.find(", " + std::to_string(fell_back) + " fell back to a type their rows fit"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace k3::convert

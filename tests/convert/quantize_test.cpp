@@ -130,6 +130,16 @@ TEST_F(Quantize, QuantizedTensorsAreKeptUnlessRequantizeIsGiven) {
     EXPECT_NE(refused.err.find("pass --requantize"), std::string::npos) << refused.err;
 }
 
+// -t bounds the encoding threads; how the rows are shared out must not change a byte.
+TEST_F(Quantize, ThreadCountKeepsTheBytes) {
+    const std::string one = quantize({f32_path(), dir_->file("t1.gguf"), "q4_k", "-t", "1"}, "t1.gguf");
+    const std::string three = quantize({f32_path(), dir_->file("t3.gguf"), "q4_k", "-t", "3"}, "t3.gguf");
+    EXPECT_EQ(testing::read_bytes(one), testing::read_bytes(three));
+    const auto refused = testing::run_k3({"quantize", f32_path(), dir_->file("x.gguf"), "q4_k", "-t", "-1"});
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_NE(refused.err.find("--threads"), std::string::npos) << refused.err;
+}
+
 TEST_F(Quantize, RejectsUnknownTypes) {
     const auto result = testing::run_k3({"quantize", f32_path(), dir_->file("x.gguf"), "q9_9"});
     EXPECT_EQ(result.exit_code, 1);

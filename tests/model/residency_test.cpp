@@ -107,6 +107,24 @@ TEST(ResidencyCommand, EvalLogitsWithABudgetEqualThoseWithout) {
     }
 }
 
+// k3 imatrix observes every product wherever its weights are read from (the resident trunk's
+// copies, the expert cache's buffers), so a budget that streams experts writes the same file.
+TEST(ResidencyCommand, ImatrixWithABudgetEqualsTheOneWithout) {
+    const std::string model = testing::fixture("tiny-k3/model.gguf");
+    const std::string text = std::string(K3_SOURCE_DIR) + "/tests/convert/data/imatrix-text.txt";
+    testing::ScratchDir dir;
+    std::vector<std::string> common = {"imatrix", "-m", model, "-f", text, "-c", "32", "--chunks", "2", "-t", "2"};
+    std::vector<std::string> plain_args = common, budget_args = common;
+    plain_args.insert(plain_args.end(), {"--mem-budget", "off", "-o", dir.file("plain.gguf")});
+    budget_args.insert(budget_args.end(),
+                       {"--mem-budget", std::to_string(budget_for_experts(model, 3)), "-o", dir.file("budget.gguf")});
+    const testing::CommandResult plain = testing::run_k3(plain_args), budgeted = testing::run_k3(budget_args);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    ASSERT_EQ(budgeted.exit_code, 0) << budgeted.err;
+    EXPECT_NE(budgeted.err.find("streaming experts"), std::string::npos) << budgeted.err;
+    EXPECT_EQ(testing::read_bytes(dir.file("plain.gguf")), testing::read_bytes(dir.file("budget.gguf")));
+}
+
 TEST(ResidencyCommand, BudgetBelowTheTrunkIsAClearError) {
     const testing::CommandResult r = testing::run_k3(
         {"eval", "-m", testing::fixture("tiny-k3/model.gguf"), "--tokens", "1,2,3", "--mem-budget", "1M"});
