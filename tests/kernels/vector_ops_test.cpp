@@ -1,5 +1,6 @@
 // Norms, softmax, activations and the causal conv against values worked out by hand or from
 // the formulas in k3-architecture.md.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -86,6 +87,20 @@ TEST(ThreadPool, RunsEveryTaskOnceIncludingNestedCalls) {
         pool.parallel_for(10, [&](int64_t j, int) { hits[size_t(i * 10 + j)]++; });
     });
     for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
+// Regions back to back, as a decode step issues them: workers that wake late (or not at all
+// within a short region) never run a task twice, never miss one, never run one of the next
+// region, and every task's writes are visible when parallel_for returns.
+TEST(ThreadPool, BackToBackRegionsRunEachTaskOnceAndCompleteBeforeReturning) {
+    ThreadPool pool(3);
+    std::vector<int> hits(9);
+    for (int region = 0; region < 20000; ++region) {
+        const int64_t n = 2 + region % 8;
+        std::fill(hits.begin(), hits.end(), 0);
+        pool.parallel_for(n, [&](int64_t i, int) { hits[size_t(i)] += 1 + region; });
+        for (int64_t i = 0; i < int64_t(hits.size()); ++i) ASSERT_EQ(hits[size_t(i)], i < n ? 1 + region : 0) << region << " " << i;
+    }
 }
 
 }  // namespace
