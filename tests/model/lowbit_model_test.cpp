@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -128,6 +129,9 @@ struct MixtureBound {
     double min_top1;
 };
 
+// Names the mixture in gtest's and CTest's output instead of the struct's bytes.
+void PrintTo(const MixtureBound& bound, std::ostream* out) { *out << bound.mixture; }
+
 class IqMixture : public ::testing::TestWithParam<MixtureBound> {
 protected:
     static void SetUpTestSuite() {
@@ -168,7 +172,8 @@ TEST_P(IqMixture, StaysAsCloseToTheF32TwinAsMeasured) {
     const auto r = testing::run_k3({"quantize", twin_path(), mixed, bound.mixture, "--imatrix", imatrix_path(), "-q"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     int n_main = 0;
-    for (const gguf::TensorInfo& t : gguf::GgufFile::open(mixed)->tensors()) n_main += tensor::traits(t.type).name == bound.main_type;
+    const auto mixed_file = gguf::GgufFile::open(mixed);  // alive for the loop: tensors() is its member
+    for (const gguf::TensorInfo& t : mixed_file->tensors()) n_main += tensor::traits(t.type).name == bound.main_type;
     EXPECT_GT(n_main, 30) << "tensors stored as " << bound.main_type;
 
     const auto engine = load_engine(mixed, kernels::Numerics::exact);
