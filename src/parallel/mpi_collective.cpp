@@ -40,7 +40,8 @@ using Clock = std::chrono::steady_clock;
 // a rank waiting for a slower one leaves its core to the matmuls of the other ranks. Neither
 // sched_yield (on a loaded machine each yield hands the core away for a whole time slice: 35 ms per
 // allgather measured) nor a sleep at the kernel's default 50 us timer slack (69 us per allgather
-// on an idle machine, against 1.5 us spinning) does: MpiCollective sets this thread's slack to 1 us.
+// on an idle machine, against 1.5 us spinning) does: the waiting thread's slack is set to 1 us (a
+// thread's own: in serve and chat rank 0's passes run on the scheduler's thread).
 // After kLongWait (a follower waiting for rank 0's next request) it sleeps a millisecond at a time,
 // a tenth of the wait at most. Returns false once `deadline` passes.
 constexpr std::chrono::microseconds kSpinning{20};
@@ -48,6 +49,8 @@ constexpr std::chrono::milliseconds kLongWait{10};
 
 template <typename Poll>
 bool wait_polling(Poll done, Clock::time_point deadline = Clock::time_point::max()) {
+    static thread_local const bool slack_set = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;  // ns
+    (void)slack_set;
     const Clock::time_point start = Clock::now(), sleep_from = start + kSpinning;
     for (int sleeps = 0;;) {
         if (done()) return true;
@@ -65,7 +68,6 @@ public:
         // own yield when a progress round finds nothing (on by default when oversubscribed) would
         // only hand the core away at every poll: off, unless the user chose.
         setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
-        prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // ns: wait_polling's short sleeps (the collectives' thread)
         int provided = 0;
         // Serialized: in serve and chat rank 0's passes run on the scheduler's thread, one at a time.
         if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
@@ -211,9 +213,6 @@ private:
 
     // False once `deadline` passes first.
     bool wait(MPI_Request& request, const char* call, Clock::time_point deadline = Clock::time_point::max()) {
-        // The slack is a thread's own: in serve and chat rank 0's passes run on the scheduler's.
-        static thread_local const bool slack_set = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
-        (void)slack_set;
         int code = MPI_SUCCESS;
         const bool done = wait_polling(
             [&] {
