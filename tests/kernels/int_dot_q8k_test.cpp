@@ -34,6 +34,21 @@ uint32_t bits_of(float f) {
     return u;
 }
 
+// matmul (native numerics, 2 threads) of x's first `count` token rows, for each count, equals
+// want(row, token) bit for bit.
+template <typename Want>
+void expect_matmul_bits(const MatrixView& w, const std::vector<float>& x, std::initializer_list<int64_t> counts, Want want) {
+    ThreadPool pool(2);
+    for (int64_t count : counts) {
+        std::vector<float> y(size_t(count * w.rows));
+        matmul(pool, w, x.data(), w.cols, count, y.data(), w.rows, Numerics::native);
+        for (int64_t t = 0; t < count; ++t)
+            for (int64_t r = 0; r < w.rows; ++r)
+                ASSERT_EQ(bits_of(y[size_t(t * w.rows + r)]), bits_of(want(r, t)))
+                    << "matmul, " << count << " tokens, token " << t << " row " << r;
+    }
+}
+
 std::vector<float> random_row(int64_t n, uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal;
@@ -167,15 +182,7 @@ TEST_P(IntDotQ8K, MultiTokenKernelsAndMatmulEqualTheReference) {
                 ASSERT_EQ(bits_of(y[size_t(t) * 3]), bits_of(want(0, t))) << isa_name(isa) << " " << count << " tokens, token " << t;
         }
     }
-    const MatrixView w{traits_, info->data, n, rows, w_bytes};
-    ThreadPool pool(2);
-    for (int64_t count : {int64_t(1), int64_t(2), tokens}) {
-        std::vector<float> y(size_t(count * rows));
-        matmul(pool, w, x.data(), n, count, y.data(), rows, Numerics::native);
-        for (int64_t t = 0; t < count; ++t)
-            for (int64_t r = 0; r < rows; ++r)
-                ASSERT_EQ(bits_of(y[size_t(t * rows + r)]), bits_of(want(r, t))) << count << " tokens, token " << t << " row " << r;
-    }
+    expect_matmul_bits({traits_, info->data, n, rows, w_bytes}, x, {1, 2, tokens}, want);
 }
 
 // Every row count 1-9 by every token count 1-6 of the tile kernels (decode's four-row tiles and
@@ -268,16 +275,9 @@ TEST_P(IntDotQ8K, AmxTilesEqualTheScalarReference) {
             }
     }
     if (!amx_enabled()) return;
-    const MatrixView w{traits_, info->data, n, max_rows, w_bytes};
-    ThreadPool pool(2);
-    for (int64_t count : {int64_t(4), int64_t(17), max_tokens}) {
-        std::vector<float> y(size_t(count * max_rows));
-        matmul(pool, w, x.data(), n, count, y.data(), max_rows, Numerics::native);
-        for (int64_t t = 0; t < count; ++t)
-            for (int64_t r = 0; r < max_rows; ++r)
-                ASSERT_EQ(bits_of(y[size_t(t * max_rows + r)]), bits_of(reference_(info->data + r * w_bytes, act.data() + t * act_bytes, n)))
-                    << "matmul, " << count << " tokens, token " << t << " row " << r;
-    }
+    expect_matmul_bits({traits_, info->data, n, max_rows, w_bytes}, x, {4, 17, max_tokens}, [&](int64_t r, int64_t t) {
+        return reference_(info->data + r * w_bytes, act.data() + t * act_bytes, n);
+    });
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, IntDotQ8K, ::testing::ValuesIn(kQ8KTypes),
