@@ -86,6 +86,13 @@ uint64_t Model::weight_bytes_per_token() const {
     return bytes;
 }
 
+void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab) {
+    for (int32_t token : tokens)
+        if (token < 0 || token >= n_vocab)
+            throw Error("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                        std::to_string(n_vocab) + ")");
+}
+
 void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> requests,
                     const ForwardOptions& options) const {
     const int64_t E = hp_.n_embd, V = hp_.n_vocab;
@@ -93,10 +100,7 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     int64_t n = 0;
     for (const SequenceRequest& r : requests) {
         if (r.state->model != this) throw Error("forward: a sequence state belongs to another model");
-        for (int32_t token : r.tokens)
-            if (token < 0 || token >= V)
-                throw Error("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
-                            std::to_string(V) + ")");
+        check_token_ids(r.tokens, V);
         if (r.tokens.empty()) continue;
         SequenceSlice slice{r.state, n, int64_t(r.tokens.size())};
         if (!r.capture_at.empty()) {

@@ -47,6 +47,9 @@ struct SequenceRequest {
     std::vector<SequenceState>* captured = nullptr;
 };
 
+// Throws k3::Error naming the first token id outside [0, n_vocab).
+void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab);
+
 class Model {
 public:
     static std::unique_ptr<Model> load(const std::string& path);

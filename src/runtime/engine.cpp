@@ -235,10 +235,7 @@ void Engine::decode(std::span<SequenceInput> inputs) const {
             throw Error("decode: every input needs a session of this engine");
         for (size_t j = 0; j < i; ++j)
             if (inputs[j].session == input.session) throw Error("decode: a session appears twice in one batch");
-        for (int32_t token : input.tokens)
-            if (token < 0 || token >= n_vocab())
-                throw Error("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
-                            std::to_string(n_vocab()) + ")");
+        model::check_token_ids(input.tokens, n_vocab());
     }
     if (!impl_->mirror) return decode_here(inputs);
     SessionMirror& mirror = *impl_->mirror;
