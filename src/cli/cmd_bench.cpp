@@ -62,6 +62,19 @@ double measure_read_bandwidth(int n_threads) {
     return best;
 }
 
+// Bytes this process has had read from storage (/proc/self/io's read_bytes: page faults of the
+// mapped model and the expert cache's reads alike; 0 where the kernel does not count them).
+uint64_t storage_read_bytes() {
+    std::FILE* io = std::fopen("/proc/self/io", "r");
+    if (!io) return 0;
+    unsigned long long bytes = 0;
+    char line[128];
+    while (std::fgets(line, sizeof line, io))
+        if (std::sscanf(line, "read_bytes: %llu", &bytes) == 1) break;
+    std::fclose(io);
+    return bytes;
+}
+
 uint64_t peak_resident_bytes() {
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -112,7 +125,7 @@ int run_bench(int argc, char** argv) {
     }
     // The expert cache over the timed generation steps (with a budget): hits, disk reads, I/O waits.
     double tg_seconds = 0.0, tg_wait_seconds = 0.0;
-    uint64_t tg_hits = 0, tg_requested = 0, tg_bytes_read = 0;
+    uint64_t tg_hits = 0, tg_requested = 0, tg_bytes_read = 0, tg_storage_bytes = 0;
     parallel::CollectiveCounters tg_collectives;  // in a parallel job: this rank's over the timed steps
     for (int r = 0; r < repetitions && n_gen > 0; ++r) {
         auto session = engine->new_session();
@@ -121,6 +134,7 @@ int run_bench(int argc, char** argv) {
         const std::optional<runtime::ExpertCacheCounters> before = engine->expert_cache_counters();
         const parallel::CollectiveCounters collectives_before =
             collective ? collective->counters() : parallel::CollectiveCounters{};
+        const uint64_t storage_before = storage_read_bytes();
         const auto start = Clock::now();
         for (int i = 0; i < n_gen; ++i) {
             token = int32_t(rng() % uint32_t(engine->n_vocab()));
@@ -129,6 +143,7 @@ int run_bench(int argc, char** argv) {
         const double seconds = seconds_since(start);
         tg_seconds += seconds;
         tg_rates.push_back(n_gen / seconds);
+        tg_storage_bytes += storage_read_bytes() - storage_before;
         if (collective) {
             const parallel::CollectiveCounters after = collective->counters();
             tg_collectives.calls += after.calls - collectives_before.calls;
@@ -144,13 +159,21 @@ int run_bench(int argc, char** argv) {
     }
     const double pp = median(pp_rates), tg = median(tg_rates);
     const double peak = double(peak_resident_bytes());  // before the bandwidth probe's buffer
-    // Every rank's peak, in rank order (rank 0 prints them).
-    std::vector<double> rank_peaks;
-    if (collective)
-        for (const std::string& p : collective->allgather_bytes(std::to_string(peak), options.parallel_start_timeout))
-            rank_peaks.push_back(std::stod(p));
     const double tg_tokens = double(n_gen) * repetitions;
     const auto per_token = [&](double total) { return tg_tokens > 0 ? total / tg_tokens : 0.0; };
+    // Every rank's peak and storage reads per generated token, in rank order (rank 0 prints them).
+    std::vector<double> rank_peaks, rank_storage_reads;
+    const auto gathered = [&](double value) {
+        std::vector<double> values;
+        for (const std::string& v : collective->allgather_bytes(std::to_string(value), options.parallel_start_timeout))
+            values.push_back(std::stod(v));
+        return values;
+    };
+    const double storage_per_token = per_token(double(tg_storage_bytes));
+    if (collective) {
+        rank_peaks = gathered(peak);
+        rank_storage_reads = gathered(storage_per_token);
+    }
     const double bytes_per_token = double(engine->weight_bytes_per_token());
     const int n_threads = engine->n_threads();
     struct CacheFigures {
@@ -178,9 +201,9 @@ int run_bench(int argc, char** argv) {
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
             "\"load_s\":%.3f,\"pp_tokens_per_s\":%.3f,\"tg_tokens_per_s\":%.3f,\"peak_rss_bytes\":%.0f,"
             "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f,"
-            "\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
+            "\"tg_storage_read_bytes_per_token\":%.0f,\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
             model_path.c_str(), n_threads, n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
-            bytes_per_token, bandwidth, fraction, numerics, isa, integer_isa);
+            bytes_per_token, bandwidth, fraction, storage_per_token, numerics, isa, integer_isa);
         if (cache)
             std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
                         "\"tg_disk_bytes_per_token\":%.0f,\"tg_io_wait_fraction\":%.4f}",
@@ -189,6 +212,9 @@ int run_bench(int argc, char** argv) {
         if (collective) {
             std::printf(",\"parallel\":{\"ranks\":%d,\"peak_rss_bytes\":[", collective->size());
             for (size_t r = 0; r < rank_peaks.size(); ++r) std::printf("%s%.0f", r ? "," : "", rank_peaks[r]);
+            std::printf("],\"tg_storage_read_bytes_per_token\":[");
+            for (size_t r = 0; r < rank_storage_reads.size(); ++r)
+                std::printf("%s%.0f", r ? "," : "", rank_storage_reads[r]);
             std::printf("],\"tg_collectives_per_token\":%.1f,\"tg_received_bytes_per_token\":%.0f,"
                         "\"tg_collective_wait_fraction\":%.4f}",
                         per_token(double(tg_collectives.calls)), per_token(double(tg_collectives.bytes)),
@@ -203,7 +229,10 @@ int run_bench(int argc, char** argv) {
         if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);
         std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));
         std::printf("weights/token    %.2f MiB; read bandwidth %.2f GB/s\n", bytes_per_token / (1 << 20), bandwidth / 1e9);
-        if (n_gen > 0) std::printf("bandwidth bound  %.1f%% (tg x weights/token / bandwidth)\n", 100.0 * fraction);
+        if (n_gen > 0) {
+            std::printf("bandwidth bound  %.1f%% (tg x weights/token / bandwidth)\n", 100.0 * fraction);
+            std::printf("storage reads    %.2f MiB/token during generation\n", storage_per_token / (1 << 20));
+        }
         if (cache) {
             std::printf("expert cache     %s (peak %s)\n", util::format_byte_size(cache->capacity).c_str(),
                         util::format_byte_size(cache->peak).c_str());
@@ -216,6 +245,12 @@ int run_bench(int argc, char** argv) {
             for (size_t r = 0; r < rank_peaks.size(); ++r)
                 std::printf("%s %.1f", r ? "," : "", rank_peaks[r] / (1 << 20));
             std::printf(" MiB\n");
+            if (n_gen > 0) {
+                std::printf("                 storage reads per rank");
+                for (size_t r = 0; r < rank_storage_reads.size(); ++r)
+                    std::printf("%s %.2f", r ? "," : "", rank_storage_reads[r] / (1 << 20));
+                std::printf(" MiB/token\n");
+            }
             if (n_gen > 0)
                 std::printf("collectives      %.1f per generated token, %.1f KiB received per token, %.1f%% of the "
                             "generation time in them (rank 0)\n",

@@ -23,7 +23,8 @@ void add_residency_options(CLI::App& app, runtime::ResidencyOptions& options) {
            },
            "memory k3 may use, e.g. 12G or 1.5T (0 or off: no limit). When the model is larger, every "
            "non-expert tensor stays resident and routed experts stream from disk through a cache of the rest. "
-           "Default: the cgroup memory limit or available memory, whichever is smaller, less max(5%, 64 MiB)")
+           "Default: the cgroup memory limit or available memory, whichever is smaller; what streaming copies "
+           "(the trunk, the expert cache) leaves max(5%, 64 MiB) of it free")
         ->type_name("SIZE");
     app.add_option("--expert-stats", options.expert_stats_path,
                    "routing statistics for the expert cache: loaded at start when FILE exists, saved at exit")

@@ -80,6 +80,10 @@ public:
     // weights at it: afterwards only routed experts are still reached through the mapped file
     // (for an ExpertSource that streams them). Call before any forward pass.
     void make_trunk_resident();
+    // Reads what this rank's passes read of the mapped file (its rows of the trunk, its routed
+    // experts; after shard()) into memory now, so that no pass waits on the disk: for a parallel
+    // rank whose share fits its memory. Throws k3::Error when the file cannot be read.
+    void prefault_share() const;
 
     // Runs every request's tokens through the model as one batch and writes its logits.
     // Throws k3::Error for a token outside the vocabulary (before touching any state).

@@ -1,5 +1,6 @@
 // Model::make_trunk_resident: under a memory budget every non-expert weight matrix is read
 // once into memory the model owns, so that expert streaming can never evict it (issue #7).
+// Model::prefault_share: a parallel rank whose share fits reads it in at load (issue #17).
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "parallel/collective.h"
+#include "util/mapped_file.h"
 #include "util/uncached_reader.h"
 
 namespace k3::model {
@@ -145,6 +147,27 @@ void Model::make_trunk_resident() {
     // What loading read through the mapping (header, the vectors decoded to f32) need not stay cached.
     for (const auto& part : parts) part->drop_cached_pages();
     trunk_ = std::move(memory);
+}
+
+void Model::prefault_share() const {
+    std::unordered_set<const uint8_t*> done;
+    for_each_trunk_matrix(weights_, [&](const MatrixView& view, RankReads reads) {
+        if (!done.insert(view.data).second) return;
+        const parallel::Range rows = rows_read(view, reads, rank_, n_ranks_);
+        util::populate_mapped_pages(view.data + uint64_t(rows.first) * view.row_stride,
+                                    uint64_t(rows.count) * view.row_stride);
+    });
+    for (const LayerWeights& layer : weights_.layers) {
+        if (!layer.moe) continue;
+        const MoeWeights& moe = *layer.moe;
+        for (int64_t e = 0; e < hp_.n_expert; ++e) {
+            if (!moe.expert_rank.empty() && moe.expert_rank[size_t(e)] != rank_) continue;
+            for (const MatrixView* m : {&moe.gate_exps, &moe.up_exps, &moe.down_exps}) {
+                const uint64_t expert_bytes = uint64_t(m->rows / hp_.n_expert) * m->row_stride;
+                util::populate_mapped_pages(m->data + uint64_t(e) * expert_bytes, expert_bytes);
+            }
+        }
+    }
 }
 
 const uint8_t* Model::mapped_address(const uint8_t* p) const {

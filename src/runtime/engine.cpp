@@ -82,32 +82,42 @@ uint64_t model_file_bytes(const gguf::GgufFile& file) {
 // routed experts, so only that share has to fit.
 void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks) {
     std::string source = "--mem-budget";
-    uint64_t budget = 0;
+    // budget: what copies of the weights (the resident trunk, the expert cache) may fill. room: what
+    // a mapped model may, which is the whole limit: the page cache gives back what the working
+    // memory takes beyond the estimate (at worst some pages are read again), never an OOM kill.
+    uint64_t budget = 0, room = 0;
     if (options.mem_budget) {
-        budget = *options.mem_budget;
+        budget = room = *options.mem_budget;
     } else if (const std::optional<MemoryLimit> limit = detect_memory_limit()) {
         budget = budget_from_limit(limit->bytes);
+        room = limit->bytes;
         source = limit->source;
     }
     const model::HParams& hp = model->hparams();
     // A parallel job's rank keeps its trunk (after Model::shard) and its share of the routed experts.
     const uint64_t file_bytes = n_ranks == 1 ? model_file_bytes(model->file())
                                              : model->trunk_bytes() + routed_expert_bytes(*model) / uint64_t(n_ranks);
+    const uint64_t estimated_working = estimate_working_bytes(hp, n_ranks);
     constexpr uint64_t kPromptCacheDefault = uint64_t(8) << 30;  // llama-server's --cache-ram
-    const uint64_t model_and_working = file_bytes + estimate_working_bytes(hp);
+    const uint64_t model_and_working = file_bytes + estimated_working;
     if (options.prompt_cache_bytes) {
         prompt_cache_bytes = *options.prompt_cache_bytes;
-    } else if (budget == 0) {
+    } else if (room == 0) {
         prompt_cache_bytes = kPromptCacheDefault;
-    } else if (model_and_working < budget) {
-        prompt_cache_bytes = std::min(kPromptCacheDefault, budget - model_and_working);
+    } else if (model_and_working < room) {
+        prompt_cache_bytes = std::min(kPromptCacheDefault, room - model_and_working);
     } else {  // experts stream: a 16th, from what the expert cache can spare beyond its least
-        const uint64_t least = model->trunk_bytes() + estimate_working_bytes(hp) +
+        const uint64_t least = model->trunk_bytes() + estimated_working +
                                2 * ExpertCache::largest_expert_bytes(model->file(), hp);
         prompt_cache_bytes = std::min({kPromptCacheDefault, budget / 16, budget > least ? budget - least : 0});
     }
-    const uint64_t working = estimate_working_bytes(hp) + prompt_cache_bytes;
-    if (budget == 0 || file_bytes + working <= budget) return;  // it all fits: plain mmap, as without a budget
+    const uint64_t working = estimated_working + prompt_cache_bytes;
+    if (room == 0 || file_bytes + working <= room) {  // it all fits: plain mmap, as without a budget
+        // A rank reads its share in now: a pass then never waits on the disk, and the rank's
+        // memory holds its share from the start, not as its tokens happen to reach the experts.
+        if (n_ranks > 1) model->prefault_share();
+        return;
+    }
 
     const BudgetSplit split =
         split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,

@@ -105,19 +105,24 @@ uint64_t budget_from_limit(uint64_t limit_bytes) {
     return limit_bytes > margin ? limit_bytes - margin : 0;
 }
 
-uint64_t estimate_working_bytes(const model::HParams& hp) {
-    const uint64_t f = sizeof(float);
+uint64_t estimate_working_bytes(const model::HParams& hp, int n_ranks) {
+    const uint64_t f = sizeof(float), N = uint64_t(n_ranks);
+    // A rank's share of a width split across the ranks (model/shard.h: heads, FFN rows), or all
+    // of it when there are fewer than one per rank.
+    const auto share = [&](uint64_t units, uint64_t unit_width) {
+        return (units >= N ? (units + N - 1) / N : units) * unit_width;
+    };
     const uint64_t E = uint64_t(hp.n_embd), X = uint64_t(hp.n_expert), used = uint64_t(hp.n_expert_used);
     const uint64_t Ls = uint64_t(hp.expert_latent > 0 ? hp.expert_latent : hp.n_embd);
-    uint64_t widest = uint64_t(std::max(hp.expert_ff * std::max<int64_t>(hp.n_expert_shared, 1), hp.kda_head_dim));
-    for (int64_t ff : hp.n_ff) widest = std::max(widest, uint64_t(ff));
+    uint64_t widest = std::max(share(uint64_t(hp.expert_ff * std::max<int64_t>(hp.n_expert_shared, 1)), 1),
+                               uint64_t(hp.kda_head_dim));
+    for (int64_t ff : hp.n_ff) widest = std::max(widest, share(uint64_t(ff), 1));
     uint64_t states = 0, widest_heads = 0;
     for (int64_t il = 0; il < hp.n_layer; ++il) {
         const uint64_t H = uint64_t(hp.n_head[size_t(il)]);
-        widest_heads = std::max(widest_heads, H * uint64_t(std::max(hp.kda_head_dim, hp.key_length_mla)));
-        if (hp.is_mla(il)) states += 4096 * uint64_t(hp.kv_lora_rank + hp.rope_dim) * f;  // latent cache
-        else states += (H * uint64_t(hp.kda_head_dim * hp.kda_head_dim) +
-                        3 * H * uint64_t(hp.kda_head_dim * (hp.conv_kernel - 1))) * f;  // recurrent + conv state
+        widest_heads = std::max(widest_heads, share(H, uint64_t(std::max(hp.kda_head_dim, hp.key_length_mla))));
+        if (hp.is_mla(il)) states += 4096 * uint64_t(hp.kv_lora_rank + hp.rope_dim) * f;  // latent cache, whole
+        else states += share(H, uint64_t(hp.kda_head_dim * hp.kda_head_dim) + 3 * uint64_t(hp.kda_head_dim * (hp.conv_kernel - 1))) * f;  // recurrent + conv state
     }
     // Per token of a batch: the residual stream and its banked snapshots, attention and FFN
     // intermediates, routing and each used expert's output.

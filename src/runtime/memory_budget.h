@@ -41,7 +41,8 @@ uint64_t budget_from_limit(uint64_t limit_bytes);
 // Memory a forward pass needs besides the weights, estimated from the shape: one sequence's
 // KDA states and MLA cache over 4096 tokens, activations of a 512-token batch, 64 rows of
 // logits, and 64 MiB for the runtime itself (code, thread stacks and buffers, allocator slack).
-uint64_t estimate_working_bytes(const model::HParams& hp);
+// For one rank of n_ranks: its share of the heads' and FFN rows' states and intermediates.
+uint64_t estimate_working_bytes(const model::HParams& hp, int n_ranks = 1);
 
 // A budget split: the trunk and working memory come first, the expert cache gets the rest.
 struct BudgetSplit {

@@ -50,12 +50,34 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     return *this;
 }
 
+namespace {
+
+// The whole pages [first, end) that hold [data, data + n_bytes).
+struct PageSpan {
+    uintptr_t first, end;
+};
+PageSpan pages_of(const uint8_t* data, size_t n_bytes) {
+    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    return {uintptr_t(data) / page * page, (uintptr_t(data) + n_bytes + page - 1) / page * page};
+}
+
+}  // namespace
+
 void release_mapped_pages(const uint8_t* data, size_t n_bytes) {
     if (n_bytes == 0) return;
-    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
-    const uintptr_t first = uintptr_t(data) / page * page, end = (uintptr_t(data) + n_bytes + page - 1) / page * page;
+    const PageSpan span = pages_of(data, n_bytes);
     // Advice only: the bytes stay readable whatever it does, so a failure changes nothing.
-    ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+    ::madvise(reinterpret_cast<void*>(span.first), span.end - span.first, MADV_DONTNEED);
+}
+
+void populate_mapped_pages(const uint8_t* data, size_t n_bytes) {
+    if (n_bytes == 0) return;
+    const PageSpan span = pages_of(data, n_bytes);
+    if (::madvise(reinterpret_cast<void*>(span.first), span.end - span.first, MADV_POPULATE_READ) == 0) return;
+    if (errno != EINVAL) throw Error("cannot read the mapped file into memory: " + std::string(std::strerror(errno)));
+    // A kernel before 5.14 lacks MADV_POPULATE_READ: a read of every page faults it in.
+    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    for (uintptr_t at = span.first; at < span.end; at += page) (void)*reinterpret_cast<const volatile uint8_t*>(at);
 }
 
 void MappedFile::unmap() {

@@ -34,4 +34,9 @@ private:
 // holds only what it is working on, and the page cache may drop the rest.
 void release_mapped_pages(const uint8_t* data, size_t n_bytes);
 
+// Reads the pages holding [data, data + n_bytes) of a MappedFile into memory and maps them now,
+// so that touching them later never waits on the disk. Throws k3::Error when the file cannot be
+// read there (the error a touch would otherwise raise as SIGBUS mid-pass).
+void populate_mapped_pages(const uint8_t* data, size_t n_bytes);
+
 }  // namespace k3::util

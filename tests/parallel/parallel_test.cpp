@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <span>
 #include <string>
@@ -222,7 +223,7 @@ TEST(ParallelRank, StreamingRankHoldsItsShareOfTheTrunk) {
     const auto model = model::Model::load(fixture.model_path);
     const uint64_t whole_trunk = model->trunk_bytes();
     model->shard(collective->rank(), collective->size());
-    const uint64_t working = runtime::estimate_working_bytes(model->hparams());
+    const uint64_t working = runtime::estimate_working_bytes(model->hparams(), collective->size());
     const uint64_t expert = runtime::ExpertCache::largest_expert_bytes(model->file(), model->hparams());
     const uint64_t budget = model->trunk_bytes() + working + 3 * expert;
     ASSERT_LT(budget, whole_trunk + working + 2 * expert) << "a whole trunk would not fit this budget";
@@ -235,6 +236,44 @@ TEST(ParallelRank, StreamingRankHoldsItsShareOfTheTrunk) {
     const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
     const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
     ASSERT_TRUE(rank->expert_cache_counters()) << "the budget did not switch to streaming experts";
+    for (const FixtureCase& c : fixture.cases)
+        EXPECT_EQ(rank->new_session()->eval(c.prompt, true), alone->new_session()->eval(c.prompt, true)) << c.name;
+}
+
+// A rank whose share fits its budget, though the whole model would not, maps the file instead of
+// streaming its experts (it reads its share in at load: util's PopulateMappedPages), and its logits
+// are those of one process.
+TEST(ParallelRank, RankWhoseShareFitsMapsTheFile) {
+    if (!std::getenv(kRankVariable)) GTEST_SKIP() << "runs as a rank of ParallelJob's mpirun jobs";
+    parallel::Collective* const collective = &rank_job();
+    const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
+    const auto model = model::Model::load(fixture.model_path);
+    model->shard(collective->rank(), collective->size());
+    uint64_t own_experts = 0;
+    for (const model::LayerWeights& layer : model->weights().layers) {
+        if (!layer.moe) continue;
+        for (const kernels::MatrixView* m : {&layer.moe->gate_exps, &layer.moe->up_exps, &layer.moe->down_exps}) {
+            const uint64_t expert_bytes = uint64_t(m->rows / model->hparams().n_expert) * m->row_stride;
+            own_experts += expert_bytes * uint64_t(std::count(layer.moe->expert_rank.begin(),
+                                                              layer.moe->expert_rank.end(), collective->rank()));
+        }
+    }
+    const uint64_t share = model->trunk_bytes() + own_experts;
+    const uint64_t working = runtime::estimate_working_bytes(model->hparams(), collective->size());
+    const uint64_t file_size = std::filesystem::file_size(fixture.model_path);
+    ASSERT_LT(share, file_size);
+    const uint64_t budget = share + working + (file_size - share) / 4;  // the whole model would not fit
+
+    runtime::EngineOptions rank_options;
+    rank_options.n_threads = 1;
+    rank_options.collective = collective;
+    rank_options.residency.mem_budget = budget;
+    const auto rank = runtime::Engine::load(fixture.model_path, rank_options);
+    EXPECT_FALSE(rank->expert_cache_counters()) << "the rank streams experts although its share fits";
+
+    runtime::EngineOptions alone_options;
+    alone_options.n_threads = 1;
+    const auto alone = runtime::Engine::load(fixture.model_path, alone_options);
     for (const FixtureCase& c : fixture.cases)
         EXPECT_EQ(rank->new_session()->eval(c.prompt, true), alone->new_session()->eval(c.prompt, true)) << c.name;
 }
@@ -280,7 +319,7 @@ void expect_ranks_pass(int n_ranks) {
         run_program(K3_MPIEXEC, mpirun_args({"-np", std::to_string(n_ranks), "-x", std::string(kRankVariable) + "=1",
                                              K3_TEST_BINARY, "--gtest_filter=ParallelRank.*", "--gtest_color=no"}));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    EXPECT_EQ(count(r.out, "[  PASSED  ] 4 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
+    EXPECT_EQ(count(r.out, "[  PASSED  ] 5 tests"), size_t(n_ranks)) << r.out;  // every rank ran them, none skipped
 }
 
 TEST(ParallelJob, TwoRanksComputeWhatOneProcessComputes) { expect_ranks_pass(2); }
