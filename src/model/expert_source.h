@@ -34,6 +34,9 @@ public:
     // Starts making layer il's `experts` (ascending, distinct) resident; token_counts[i] is how
     // many tokens of the batch route to experts[i]. Any earlier request must be fully released.
     virtual void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) = 0;
+    // Every expert layer il's batch routes to, with its token counts, just before request(): in
+    // a parallel job request() gets only this rank's experts, this all of them (on every rank).
+    virtual void routed(int64_t /*il*/, std::span<const int32_t> /*experts*/, std::span<const int64_t> /*token_counts*/) {}
     // The next requested expert that is resident, waiting for one if none is; nullopt once every
     // requested expert has been handed out. Hand each back with release() before the next call
     // (the budget may only hold one expert in flight beyond those already resident).

@@ -143,6 +143,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             s.owned_counts.push_back(s.token_counts[i]);
         }
     ExpertSource& source = *ctx.experts;
+    source.routed(il, s.needed, s.token_counts);
     source.request(il, s.owned, s.owned_counts);
 
     // 8. latent input z = W_routed_down · y: [n][Ls]; 13. the shared experts' gate and up of y

@@ -132,7 +132,12 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
                  util::format_byte_size(file_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
                  util::format_byte_size(working).c_str(),
                  util::format_byte_size(budget).c_str(), source.c_str(), util::format_byte_size(split.cache_capacity).c_str());
-    expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none));
+    const int rank = forward_options.collective ? forward_options.collective->rank() : 0;
+    const auto runs_here = [this, rank](int64_t il, int32_t expert) {
+        const std::vector<int32_t>& owners = model->weights().layers[size_t(il)].moe->expert_rank;
+        return owners.empty() || owners[size_t(expert)] == rank;
+    };
+    expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none), runs_here);
     forward_options.experts = expert_cache.get();
 }
 
@@ -147,7 +152,9 @@ Engine::~Engine() {
             std::fprintf(stderr, "k3: %s\n", e.what());
         }
     }
-    if (!impl_->expert_cache || impl_->expert_stats_path.empty()) return;
+    // Every rank counts every expert's routing (ExpertSource::routed): rank 0 alone writes them.
+    const bool writes_stats = !impl_->forward_options.collective || impl_->forward_options.collective->rank() == 0;
+    if (!impl_->expert_cache || impl_->expert_stats_path.empty() || !writes_stats) return;
     try {
         impl_->expert_cache->routing_stats().save(impl_->expert_stats_path);
     } catch (const Error& e) {

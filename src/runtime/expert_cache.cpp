@@ -132,13 +132,13 @@ void ExpertCache::pump(std::unique_lock<std::mutex>& lock) {
     while (!pending_.empty() && start_read(lock, layer_, pending_.front())) pending_.pop_front();
 }
 
-void ExpertCache::warm_up(ExpertWarmup mode) {
+void ExpertCache::warm_up(ExpertWarmup mode, const std::function<bool(int64_t, int32_t)>& runs_here) {
     if (mode == ExpertWarmup::none) return;
     std::vector<ExpertKey> order;
     for (int64_t il = 0; il < int64_t(layers_.size()); ++il)
         if (layers_[size_t(il)].moe)
             for (int32_t x = 0; x < n_expert_; ++x)
-                if (mode == ExpertWarmup::all || stats_.score(il, x) > 0) order.push_back({il, x});
+                if (runs_here(il, x) && (mode == ExpertWarmup::all || stats_.score(il, x) > 0)) order.push_back({il, x});
     if (mode == ExpertWarmup::hot)
         std::stable_sort(order.begin(), order.end(), [this](const ExpertKey& a, const ExpertKey& b) {
             return stats_.score(a.layer, a.expert) > stats_.score(b.layer, b.expert);
@@ -152,10 +152,14 @@ void ExpertCache::warm_up(ExpertWarmup mode) {
     landed_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
-void ExpertCache::request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) {
+void ExpertCache::routed(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) {
+    std::unique_lock lock(mutex_);
+    stats_.record(il, experts, token_counts);
+}
+
+void ExpertCache::request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t>) {
     std::unique_lock lock(mutex_);
     if (to_hand_out_ != 0 || held_out_ != 0) throw Error("expert cache: a layer's experts were requested before the last layer released its own");
-    stats_.record(il, experts, token_counts);
     layer_ = il;
     pending_.clear();
     ready_.clear();

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,9 +40,11 @@ public:
     // expert of the file: the budget must hold two.
     static uint64_t largest_expert_bytes(const gguf::GgufFile& file, const model::HParams& hp);
 
-    // Fills the cache before the first token; returns when every read has landed.
-    void warm_up(ExpertWarmup mode);
+    // Fills the cache before the first token with experts runs_here(layer, expert) accepts (a
+    // parallel rank's own); returns when every read has landed.
+    void warm_up(ExpertWarmup mode, const std::function<bool(int64_t, int32_t)>& runs_here);
 
+    void routed(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
     void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
     std::optional<model::ExpertMatrices> next() override;
     void release(int32_t expert) override;

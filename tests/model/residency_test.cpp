@@ -84,6 +84,26 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ResidencyParity, ::testing::Values("tiny-k3",
                              return name;
                          });
 
+// Warm-up loads only the experts this process runs (a parallel rank's own): with the odd experts
+// accepted, the first MoE layer's expert 1 is resident and its expert 0 is not.
+TEST(ExpertCacheWarmUp, LoadsOnlyTheExpertsThatRunHere) {
+    const testing::ModelFixture fixture = testing::load_model_fixture("tiny-k3-mxfp4");
+    const auto model = model::Model::load(fixture.model_path);
+    const model::HParams& hp = model->hparams();
+    int64_t first_moe = 0;
+    while (!model->weights().layers[size_t(first_moe)].moe) ++first_moe;
+    runtime::ExpertCache cache(model->file(), hp,
+                               4 * runtime::ExpertCache::largest_expert_bytes(model->file(), hp),
+                               runtime::RoutingStats(hp.n_layer, hp.n_expert));
+    cache.warm_up(runtime::ExpertWarmup::all, [](int64_t, int32_t expert) { return expert % 2 == 1; });
+    const int32_t experts[] = {0, 1};
+    const int64_t token_counts[] = {1, 1};
+    cache.request(first_moe, experts, token_counts);
+    while (const std::optional<model::ExpertMatrices> m = cache.next()) cache.release(m->expert);
+    EXPECT_EQ(cache.counters().hits, 1u);
+    EXPECT_EQ(cache.counters().misses, 1u);
+}
+
 TEST(ResidencyCommand, EvalLogitsWithABudgetEqualThoseWithout) {
     const std::string model = testing::fixture("tiny-k3-q4k/model.gguf");
     const std::string budget = std::to_string(budget_for_experts(model, 4));

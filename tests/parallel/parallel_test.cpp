@@ -381,6 +381,42 @@ RunAnswers run_alone_and_on_two_ranks(const std::vector<std::string>& run) {
 }
 
 // `k3 run` led by rank 0: the same tokens as one process.
+// The budget under which `ranks` ranks (1: one process) of tiny-k3-mxfp4 each stream their
+// experts through a cache of three.
+uint64_t streaming_budget(const std::string& model_path, int ranks) {
+    uint64_t budget = 0;
+    for (int rank = 0; rank < ranks; ++rank) {
+        const auto model = model::Model::load(model_path);
+        if (ranks > 1) model->shard(rank, ranks);
+        budget = std::max(budget, model->trunk_bytes() + runtime::estimate_working_bytes(model->hparams(), ranks) +
+                                      3 * runtime::ExpertCache::largest_expert_bytes(model->file(), model->hparams()));
+    }
+    return budget;
+}
+
+// Every rank counts the routing of every expert, not only of its own, and rank 0 alone writes
+// the statistics: two streaming ranks save the file one streaming process saves.
+TEST(ParallelJob, ExpertStatsOfTwoStreamingRanksAreThoseOfOneProcess) {
+    const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
+    ScratchDir dir;
+    const std::vector<std::string> eval = {"eval", "-m", fixture.model_path, "--tokens", fixture_tokens(fixture, 1),
+                                           "--sequential", "--greedy", "8", "-t", "1"};
+    std::vector<std::string> alone_args = eval, job_args = {"-np", "2", K3_BINARY};
+    alone_args.insert(alone_args.end(), {"--expert-stats", dir.file("alone.stats"), "--mem-budget",
+                                         std::to_string(streaming_budget(fixture.model_path, 1))});
+    job_args.insert(job_args.end(), eval.begin(), eval.end());
+    job_args.insert(job_args.end(), {"--expert-stats", dir.file("job.stats"), "--mem-budget",
+                                     std::to_string(streaming_budget(fixture.model_path, 2)), "--parallel-mode", "tp"});
+    const CommandResult alone = run_k3(alone_args);
+    const CommandResult job = run_program(K3_MPIEXEC, mpirun_args(job_args));
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    ASSERT_EQ(job.exit_code, 0) << job.err;
+    ASSERT_NE(alone.err.find("streaming experts"), std::string::npos) << alone.err;
+    ASSERT_EQ(count(job.err, "streaming experts"), 2u) << job.err;
+    EXPECT_EQ(job.out, alone.out);
+    EXPECT_EQ(read_bytes(dir.file("job.stats")), read_bytes(dir.file("alone.stats")));
+}
+
 TEST(ParallelJob, RunOnTwoRanksSamplesWhatOneProcessSamples) {
     const RunAnswers answers = run_alone_and_on_two_ranks({"run", "-m", fixture("tiny-k3/model.gguf"), "-p",
                                                            "Hello there", "-n", "12", "--temp", "0.9", "--seed", "11",
