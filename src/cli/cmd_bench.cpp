@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -189,7 +190,14 @@ int run_bench(int argc, char** argv) {
     }
     // The model goes before the probe's buffer arrives: under a memory cap both may not fit.
     engine.reset();
-    const double bandwidth = measure_read_bandwidth(n_threads);
+    // A job's ranks probe at once (after an allgather, as a barrier) and their rates add up: the
+    // bound of a job is the whole model's bytes per token over the memory all its ranks read.
+    if (collective) gathered(0.0);
+    double bandwidth = measure_read_bandwidth(n_threads);
+    if (collective) {
+        const std::vector<double> rates = gathered(bandwidth);
+        bandwidth = std::accumulate(rates.begin(), rates.end(), 0.0);
+    }
     // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
     // what the memory system can deliver.
     const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;

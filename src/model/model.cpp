@@ -16,11 +16,41 @@
 
 namespace k3::model {
 
+namespace {
+
+uint64_t matrix_bytes(const MatrixView& m) { return uint64_t(m.rows) * m.row_stride; }
+uint64_t matrix_bytes(const std::optional<MatrixView>& m) { return m ? matrix_bytes(*m) : 0; }
+uint64_t glu_bytes(const GluWeights& g) { return matrix_bytes(g.gate) + matrix_bytes(g.up) + matrix_bytes(g.down); }
+
+// Model::weight_bytes_per_token() of these weights, before any shard().
+uint64_t bytes_per_token(const ModelWeights& weights, const HParams& hp) {
+    uint64_t bytes = weights.token_embd.row_stride + matrix_bytes(weights.output);
+    for (const LayerWeights& layer : weights.layers) {
+        if (const auto& k = layer.kda)
+            bytes += matrix_bytes(k->q) + matrix_bytes(k->k) + matrix_bytes(k->v) + matrix_bytes(k->f_a) +
+                     matrix_bytes(k->f_b) + matrix_bytes(k->beta) + matrix_bytes(k->g) + matrix_bytes(k->out);
+        if (const auto& m = layer.mla)
+            bytes += matrix_bytes(m->q_a) + matrix_bytes(m->q_b) + matrix_bytes(m->q) + matrix_bytes(m->kv_a) +
+                     matrix_bytes(m->k_b) + matrix_bytes(m->v_b) + matrix_bytes(m->gate) + matrix_bytes(m->out);
+        if (layer.dense) bytes += glu_bytes(*layer.dense);
+        if (const auto& e = layer.moe) {
+            const uint64_t experts = matrix_bytes(e->gate_exps) + matrix_bytes(e->up_exps) + matrix_bytes(e->down_exps);
+            bytes += experts / uint64_t(hp.n_expert) * uint64_t(hp.n_expert_used);
+            bytes += matrix_bytes(e->router) + matrix_bytes(e->routed_down) + matrix_bytes(e->routed_up);
+            if (e->shared) bytes += glu_bytes(*e->shared);
+        }
+    }
+    return bytes;
+}
+
+}  // namespace
+
 std::unique_ptr<Model> Model::load(const std::string& path) {
     std::unique_ptr<Model> model(new Model());
     model->file_ = gguf::GgufFile::open(path);
     model->hp_ = HParams::from_gguf(*model->file_);
     model->weights_ = ModelWeights::bind(*model->file_, model->hp_);
+    model->bytes_per_token_ = bytes_per_token(model->weights_, model->hp_);
     return model;
 }
 
@@ -58,33 +88,7 @@ SequenceState Model::new_state() const {
     return state;
 }
 
-namespace {
-
-uint64_t matrix_bytes(const MatrixView& m) { return uint64_t(m.rows) * m.row_stride; }
-uint64_t matrix_bytes(const std::optional<MatrixView>& m) { return m ? matrix_bytes(*m) : 0; }
-uint64_t glu_bytes(const GluWeights& g) { return matrix_bytes(g.gate) + matrix_bytes(g.up) + matrix_bytes(g.down); }
-
-}  // namespace
-
-uint64_t Model::weight_bytes_per_token() const {
-    uint64_t bytes = weights_.token_embd.row_stride + matrix_bytes(weights_.output);
-    for (const LayerWeights& layer : weights_.layers) {
-        if (const auto& k = layer.kda)
-            bytes += matrix_bytes(k->q) + matrix_bytes(k->k) + matrix_bytes(k->v) + matrix_bytes(k->f_a) +
-                     matrix_bytes(k->f_b) + matrix_bytes(k->beta) + matrix_bytes(k->g) + matrix_bytes(k->out);
-        if (const auto& m = layer.mla)
-            bytes += matrix_bytes(m->q_a) + matrix_bytes(m->q_b) + matrix_bytes(m->q) + matrix_bytes(m->kv_a) +
-                     matrix_bytes(m->k_b) + matrix_bytes(m->v_b) + matrix_bytes(m->gate) + matrix_bytes(m->out);
-        if (layer.dense) bytes += glu_bytes(*layer.dense);
-        if (const auto& e = layer.moe) {
-            const uint64_t experts = matrix_bytes(e->gate_exps) + matrix_bytes(e->up_exps) + matrix_bytes(e->down_exps);
-            bytes += experts / uint64_t(hp_.n_expert) * uint64_t(hp_.n_expert_used);
-            bytes += matrix_bytes(e->router) + matrix_bytes(e->routed_down) + matrix_bytes(e->routed_up);
-            if (e->shared) bytes += glu_bytes(*e->shared);
-        }
-    }
-    return bytes;
-}
+uint64_t Model::weight_bytes_per_token() const { return bytes_per_token_; }
 
 void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab) {
     for (int32_t token : tokens)

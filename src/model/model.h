@@ -70,7 +70,8 @@ public:
     SequenceState new_state() const;  // an empty sequence
 
     // Bytes of weights one decode step reads: every dense matrix, the used share of each
-    // layer's routed experts (n_used of n_expert), one embedding row. For speed-of-light figures.
+    // layer's routed experts (n_used of n_expert), one embedding row. For speed-of-light figures;
+    // after shard() still the whole model's: what a step reads across all the ranks of a job.
     uint64_t weight_bytes_per_token() const;
 
     // Bytes the trunk (every weight matrix but the routed experts; after shard(), the rows of them
@@ -97,6 +98,7 @@ private:
     ModelWeights weights_;
     util::AnonymousMemory trunk_;  // the resident trunk, when make_trunk_resident() ran
     int rank_ = 0, n_ranks_ = 1;   // this process's part of a parallel job (shard())
+    uint64_t bytes_per_token_ = 0;  // weight_bytes_per_token(), taken at load
     // Where each tensor make_trunk_resident() copied lies in the mapped file, ascending by copy:
     // an observer sees every weight at its file address, wherever the forward pass reads it.
     struct TrunkCopy {
