@@ -165,9 +165,17 @@ asio::awaitable<void> HttpServer::Impl::accept_loop() {
 }
 
 asio::awaitable<void> HttpServer::Impl::refuse_connection(std::shared_ptr<Connection> conn) {
+    // The head first (within the request timeout), for its Origin: a browser shows its page the
+    // refusal only with the CORS headers.
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(options.max_header_bytes);
+    const error_code ec = co_await read_head(*conn, buffer, parser);
+    const std::string origin = ec ? std::string() : std::string(parser.get()[http::field::origin]);
     HttpResponse busy = error_response(503, "too many open connections", "server_error", "server_busy");
     busy.headers.emplace_back("Retry-After", "1");
-    co_await write_response(*conn, busy, false);
+    co_await write_response(*conn, busy, false, cors.response_headers(origin));
+    co_await drain(*conn);
     forget(conn);
 }
 

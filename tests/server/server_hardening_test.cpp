@@ -328,5 +328,29 @@ TEST(ServerHardening, RequestsBeyondTheWorkQueueGet503WhileBodilessOnesAreServed
     io.join();
 }
 
+// Beyond --max-connections a connection gets a 503 with the CORS headers of its Origin (a
+// browser page sees the refusal, not a network error), and the open one keeps being served.
+TEST(ServerHardening, AConnectionBeyondTheCapGets503WithCorsHeaders) {
+    server::HttpServerOptions options;
+    options.port = 0;
+    options.max_connections = 1;
+    options.cors_origins = {"http://app.example"};
+    server::HttpServer http(options, [](const server::HttpRequest&) {
+        return server::Reply{server::HttpResponse{200, "text/plain", "done", {}}, nullptr};
+    });
+    std::thread io([&] { http.run(/*handle_signals=*/false, {}); });
+    const int held = connect_loopback(http.port());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // accepted before the next one
+    const HttpReply refused = http_request(http.port(), "GET", "/health", {}, {"Origin: http://app.example"});
+    EXPECT_EQ(refused.status, 503);
+    EXPECT_EQ(refused.header("retry-after"), "1");
+    EXPECT_EQ(refused.header("access-control-allow-origin"), "http://app.example") << refused.headers;
+    const std::string request = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    send(held, request.data(), request.size(), MSG_NOSIGNAL);
+    EXPECT_EQ(read_reply(held).body, "done");
+    http.stop();
+    io.join();
+}
+
 }  // namespace
 }  // namespace k3::testing
