@@ -341,18 +341,30 @@ std::vector<float> read_floats(const std::string& path) {
     return values;
 }
 
+struct EvalRuns {
+    CommandResult alone, job;
+};
+
+// `k3 eval` of the fixture's second case, token by token with 8 greedy steps: in one process
+// with `alone_options`, and on two ranks (--parallel-mode tp) with `job_options`.
+EvalRuns eval_alone_and_on_two_ranks(const ModelFixture& fixture, const std::vector<std::string>& alone_options,
+                                     const std::vector<std::string>& job_options) {
+    const std::vector<std::string> eval = {"eval", "-m", fixture.model_path, "--tokens", fixture_tokens(fixture, 1),
+                                           "--sequential", "--greedy", "8", "-t", "1"};
+    std::vector<std::string> alone_args = eval, job_args = {"-np", "2", K3_BINARY};
+    alone_args.insert(alone_args.end(), alone_options.begin(), alone_options.end());
+    job_args.insert(job_args.end(), eval.begin(), eval.end());
+    job_args.insert(job_args.end(), job_options.begin(), job_options.end());
+    job_args.insert(job_args.end(), {"--parallel-mode", "tp"});
+    return {run_k3(alone_args), run_program(K3_MPIEXEC, mpirun_args(job_args))};
+}
+
 // The command line: `k3 eval --parallel-mode tp` token by token, logits file and greedy ids.
 TEST(ParallelJob, EvalOnTwoRanksPrintsWhatOneProcessPrints) {
     const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
     ScratchDir dir;
-    const std::vector<std::string> eval = {"eval", "-m", fixture.model_path, "--tokens", fixture_tokens(fixture, 1),
-                                           "--sequential", "--greedy", "8", "-t", "1"};
-    std::vector<std::string> alone_args = eval, job_args = {"-np", "2", K3_BINARY};
-    alone_args.insert(alone_args.end(), {"--logits-out", dir.file("alone.f32")});
-    job_args.insert(job_args.end(), eval.begin(), eval.end());
-    job_args.insert(job_args.end(), {"--logits-out", dir.file("job.f32"), "--parallel-mode", "tp"});
-    const CommandResult alone = run_k3(alone_args);
-    const CommandResult job = run_program(K3_MPIEXEC, mpirun_args(job_args));
+    const auto [alone, job] =
+        eval_alone_and_on_two_ranks(fixture, {"--logits-out", dir.file("alone.f32")}, {"--logits-out", dir.file("job.f32")});
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
     ASSERT_EQ(job.exit_code, 0) << job.err;
     EXPECT_EQ(job.out, alone.out);  // the greedy ids, printed once (by rank 0)
@@ -399,16 +411,9 @@ uint64_t streaming_budget(const std::string& model_path, int ranks) {
 TEST(ParallelJob, ExpertStatsOfTwoStreamingRanksAreThoseOfOneProcess) {
     const ModelFixture fixture = load_model_fixture("tiny-k3-mxfp4");
     ScratchDir dir;
-    const std::vector<std::string> eval = {"eval", "-m", fixture.model_path, "--tokens", fixture_tokens(fixture, 1),
-                                           "--sequential", "--greedy", "8", "-t", "1"};
-    std::vector<std::string> alone_args = eval, job_args = {"-np", "2", K3_BINARY};
-    alone_args.insert(alone_args.end(), {"--expert-stats", dir.file("alone.stats"), "--mem-budget",
-                                         std::to_string(streaming_budget(fixture.model_path, 1))});
-    job_args.insert(job_args.end(), eval.begin(), eval.end());
-    job_args.insert(job_args.end(), {"--expert-stats", dir.file("job.stats"), "--mem-budget",
-                                     std::to_string(streaming_budget(fixture.model_path, 2)), "--parallel-mode", "tp"});
-    const CommandResult alone = run_k3(alone_args);
-    const CommandResult job = run_program(K3_MPIEXEC, mpirun_args(job_args));
+    const auto [alone, job] = eval_alone_and_on_two_ranks(
+        fixture, {"--expert-stats", dir.file("alone.stats"), "--mem-budget", std::to_string(streaming_budget(fixture.model_path, 1))},
+        {"--expert-stats", dir.file("job.stats"), "--mem-budget", std::to_string(streaming_budget(fixture.model_path, 2))});
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
     ASSERT_EQ(job.exit_code, 0) << job.err;
     ASSERT_NE(alone.err.find("streaming experts"), std::string::npos) << alone.err;
