@@ -35,10 +35,13 @@ public:
     // many tokens of the batch route to experts[i]. Any earlier request must be fully released.
     virtual void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) = 0;
     // Every requested expert that is resident and not yet handed out, waiting for one if none is;
-    // empty once every requested expert has been handed out. The span stays valid until the next
-    // call; hand each of its experts back with release() before that call (the budget's room for
-    // further reads comes from released experts).
+    // empty once every requested expert has been handed out. The span (the ExpertMatrices, which
+    // products may point at) stays valid until the next call; each expert's bytes stay resident
+    // and unchanged, whatever reads land meanwhile, until release() of that expert. Release every
+    // expert of the span before the next call (the budget's room for further reads comes from
+    // released experts).
     virtual std::span<const ExpertMatrices> take_resident() = 0;
+    // Hands back a taken expert: its bytes may be evicted or overwritten from now on.
     virtual void release(int32_t expert) = 0;
 };
 
