@@ -1,16 +1,17 @@
 // `k3 bench`: prompt-processing and generation speed, peak memory, and how close generation
 // comes to the memory-bandwidth bound ("speed of light", STYLE.md).
 #include <CLI/CLI.hpp>
-#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <numeric>
 #include <cstdio>
+#include <fstream>
+#include <numeric>
 #include <optional>
 #include <random>
-#include <thread>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -19,8 +20,10 @@
 #include "cli/parallel_option.h"
 #include "cli/residency_options.h"
 #include "kernels/int_dot.h"
+#include "kernels/thread_pool.h"
 #include "model/hparams.h"
 #include "runtime/engine.h"
+#include "runtime/memory_budget.h"
 #include "runtime/session.h"
 #include "util/byte_size.h"
 
@@ -39,25 +42,32 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// Read bandwidth in bytes/s: n_threads threads each summing their share of a buffer far
-// larger than the caches, best of a few passes.
+// Bytes the bandwidth probe reads: four times the last-level cache, so that no pass is served
+// from it; at least 256 MiB where the cache's size is unknown.
+size_t probe_bytes() {
+    const long last_level = sysconf(_SC_LEVEL3_CACHE_SIZE);  // 0 or -1 when unknown
+    return std::max(size_t(256) << 20, last_level > 0 ? 4 * size_t(last_level) : 0);
+}
+
+// Read bandwidth in bytes/s: a pool of the run's n_threads threads summing chunks of a buffer of
+// probe_bytes(), claimed as a matmul's tiles are, so that a thread the scheduler holds back does
+// not leave its share unread; the best of 8 passes, so that a pass slowed by another process
+// does not count.
 double measure_read_bandwidth(int n_threads) {
-    const size_t n = size_t(256) << 20 >> 3;  // 256 MiB of uint64
+    const size_t n = probe_bytes() / sizeof(uint64_t);
     std::vector<uint64_t> buffer(n, 1);
-    double best = 0.0;
+    kernels::ThreadPool pool(n_threads);
+    const size_t n_chunks = size_t(n_threads) * 16, chunk = (n + n_chunks - 1) / n_chunks;
     std::atomic<uint64_t> sink{0};
-    for (int pass = 0; pass < 4; ++pass) {
+    double best = 0.0;
+    for (int pass = 0; pass < 8; ++pass) {
         const auto start = Clock::now();
-        std::vector<std::thread> threads;
-        for (int t = 0; t < n_threads; ++t)
-            threads.emplace_back([&, t] {
-                const size_t first = n / size_t(n_threads) * size_t(t);
-                const size_t last = t + 1 == n_threads ? n : first + n / size_t(n_threads);
-                uint64_t sum = 0;
-                for (size_t i = first; i < last; ++i) sum += buffer[i];
-                sink += sum;
-            });
-        for (std::thread& th : threads) th.join();
+        pool.parallel_for(int64_t(n_chunks), [&](int64_t c, int) {
+            const size_t first = size_t(c) * chunk, last = std::min(n, first + chunk);
+            uint64_t sum = 0;
+            for (size_t i = first; i < last; ++i) sum += buffer[i];
+            sink += sum;
+        });
         best = std::max(best, double(n * sizeof(uint64_t)) / seconds_since(start));
     }
     return best;
@@ -76,10 +86,22 @@ uint64_t storage_read_bytes() {
     return bytes;
 }
 
-uint64_t peak_resident_bytes() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return uint64_t(usage.ru_maxrss) * 1024;  // Linux reports KiB
+// A field of /proc/self/status in bytes ("VmHWM:", the peak resident set; "VmRSS:"); 0 where
+// unreadable.
+uint64_t status_bytes(const std::string& field) {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.compare(0, field.size(), field) == 0) return std::stoull(line.substr(field.size())) * 1024;  // kB
+    return 0;
+}
+
+// Restarts the peak resident set from the current one ("5" to clear_refs), so that the probe's
+// buffer is not reported as the run's peak; false where the kernel refuses.
+bool restart_peak_resident() {
+    std::ofstream clear_refs("/proc/self/clear_refs");
+    clear_refs << "5";
+    clear_refs.flush();
+    return bool(clear_refs);
 }
 
 }  // namespace
@@ -124,6 +146,19 @@ int run_bench(int argc, char** argv) {
         session->eval(prompt);
         pp_rates.push_back(n_prompt / seconds_since(start));
     }
+    // The bandwidth probe runs right before generation, so that the bound and the rate it divides
+    // see the same machine (other processes, clocks), beside the model. Under a memory budget, or
+    // where its buffer would not fit beside the model, it runs once the model is freed instead;
+    // so do a parallel job's ranks, all at once, their rates adding up: the bound of a job is the
+    // whole model's bytes per token over the memory all its ranks read.
+    const int n_threads = engine->n_threads();
+    double peak = double(status_bytes("VmHWM:"));  // loading and prompt processing
+    const std::optional<runtime::MemoryLimit> limit = runtime::detect_memory_limit();
+    const bool probe_beside_model = n_gen > 0 && !collective && !engine->expert_cache_counters() &&
+                                    (!limit || status_bytes("VmRSS:") + probe_bytes() <= limit->bytes) &&
+                                    restart_peak_resident();
+    double bandwidth = probe_beside_model ? measure_read_bandwidth(n_threads) : 0.0;
+    if (probe_beside_model) restart_peak_resident();
     // The expert cache over the timed generation steps (with a budget): hits, disk reads, I/O waits.
     double tg_seconds = 0.0, tg_wait_seconds = 0.0;
     uint64_t tg_hits = 0, tg_requested = 0, tg_bytes_read = 0, tg_storage_bytes = 0;
@@ -159,7 +194,7 @@ int run_bench(int argc, char** argv) {
         }
     }
     const double pp = median(pp_rates), tg = median(tg_rates);
-    const double peak = double(peak_resident_bytes());  // before the bandwidth probe's buffer
+    peak = std::max(peak, double(status_bytes("VmHWM:")));
     const double tg_tokens = double(n_gen) * repetitions;
     const auto per_token = [&](double total) { return tg_tokens > 0 ? total / tg_tokens : 0.0; };
     // Every rank's peak and storage reads per generated token, in rank order (rank 0 prints them).
@@ -176,7 +211,6 @@ int run_bench(int argc, char** argv) {
         rank_storage_reads = gathered(storage_per_token);
     }
     const double bytes_per_token = double(engine->weight_bytes_per_token());
-    const int n_threads = engine->n_threads();
     struct CacheFigures {
         double hit_rate = 0, bytes_per_token = 0, io_wait_fraction = 0;
         uint64_t capacity = 0, peak = 0;
@@ -189,14 +223,14 @@ int run_bench(int argc, char** argv) {
                              counters->peak_bytes};
     }
     // The model goes before the probe's buffer arrives: under a memory cap both may not fit.
-    engine.reset();
-    // A job's ranks probe at once (after an allgather, as a barrier) and their rates add up: the
-    // bound of a job is the whole model's bytes per token over the memory all its ranks read.
-    if (collective) gathered(0.0);
-    double bandwidth = measure_read_bandwidth(n_threads);
-    if (collective) {
-        const std::vector<double> rates = gathered(bandwidth);
-        bandwidth = std::accumulate(rates.begin(), rates.end(), 0.0);
+    if (!probe_beside_model) {
+        engine.reset();
+        if (collective) gathered(0.0);  // a barrier: the ranks probe at once
+        bandwidth = measure_read_bandwidth(n_threads);
+        if (collective) {
+            const std::vector<double> rates = gathered(bandwidth);
+            bandwidth = std::accumulate(rates.begin(), rates.end(), 0.0);
+        }
     }
     // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
     // what the memory system can deliver.
@@ -208,10 +242,12 @@ int run_bench(int argc, char** argv) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
             "\"load_s\":%.3f,\"pp_tokens_per_s\":%.3f,\"tg_tokens_per_s\":%.3f,\"peak_rss_bytes\":%.0f,"
-            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_bound_fraction\":%.4f,"
-            "\"tg_storage_read_bytes_per_token\":%.0f,\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
+            "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_probe\":\"%s\","
+            "\"bandwidth_bound_fraction\":%.4f,\"tg_storage_read_bytes_per_token\":%.0f,"
+            "\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
             model_path.c_str(), n_threads, n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
-            bytes_per_token, bandwidth, fraction, storage_per_token, numerics, isa, integer_isa);
+            bytes_per_token, bandwidth, probe_beside_model ? "before_generation" : "after_run", fraction,
+            storage_per_token, numerics, isa, integer_isa);
         if (cache)
             std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
                         "\"tg_disk_bytes_per_token\":%.0f,\"tg_io_wait_fraction\":%.4f}",
@@ -236,7 +272,8 @@ int run_bench(int argc, char** argv) {
         if (n_prompt > 0) std::printf("prompt (pp%d)    %.2f tokens/s (median of %d)\n", n_prompt, pp, repetitions);
         if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);
         std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));
-        std::printf("weights/token    %.2f MiB; read bandwidth %.2f GB/s\n", bytes_per_token / (1 << 20), bandwidth / 1e9);
+        std::printf("weights/token    %.2f MiB; read bandwidth %.2f GB/s (%s)\n", bytes_per_token / (1 << 20), bandwidth / 1e9,
+                    probe_beside_model ? "probed before generation" : "probed after the run");
         if (n_gen > 0) {
             std::printf("bandwidth bound  %.1f%% (tg x weights/token / bandwidth)\n", 100.0 * fraction);
             std::printf("storage reads    %.2f MiB/token during generation\n", storage_per_token / (1 << 20));

@@ -41,93 +41,188 @@ struct ScalarLane {
 // A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
 constexpr size_t kTileBytes = size_t(512) << 10;
 
-// Native numerics: every token row rounded once (in parallel for many tokens), then tiles of
-// rows, each row dotted with every token while it is in L1. The quantised rows live in a buffer
-// of the calling thread that grows to the largest call and is then reused: no allocation per
-// call once a forward pass has run.
-// Every output's rows in tiles, one task per tile, numbered across the outputs in order.
-void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, const float* x, int64_t x_stride,
-                    int64_t n_tokens) {
-    const MatrixView& first_w = *outputs.front().w;
-    const ActivationFormat format = activation_format(first_w.type->type);
-    const int64_t cols = first_w.cols;
-    const size_t act_bytes = activation_row_bytes(format, cols);
-    thread_local std::vector<uint8_t> act_rows;
-    if (act_rows.size() < act_bytes * size_t(n_tokens)) act_rows.resize(act_bytes * size_t(n_tokens));
-    uint8_t* const act = act_rows.data();
-    const auto quantize = [&](int64_t t) {
-        quantize_activation_row(format, x + t * x_stride, act + size_t(t) * act_bytes, cols, "matmul activations");
-    };
-    // Prefill: the rows also packed for the AMX tiles where every output has an AMX kernel, else
-    // lane-packed for the lane kernels (int_dot.h).
-    const bool prefill = n_tokens >= 4;
-    const bool amx_packed = prefill && amx_enabled() && std::all_of(outputs.begin(), outputs.end(), [](const MatmulOutput& o) {
-        return int_dot_amx_kernel(o.w->type->type) != nullptr;
-    });
-    const size_t group_bytes = amx_group_bytes(format, cols);
-    thread_local std::vector<uint8_t> amx_rows;
-    if (amx_packed && amx_rows.size() < group_bytes * size_t((n_tokens + kAmxTokens - 1) / kAmxTokens))
-        amx_rows.resize(group_bytes * size_t((n_tokens + kAmxTokens - 1) / kAmxTokens));
-    uint8_t* const amx_groups = amx_rows.data();  // the calling thread's buffer, as act
-    const bool lane_packed = prefill && !amx_packed && int_dot_lanes_kernel(first_w.type->type);
-    const size_t lane_bytes = size_t(act_lane_groups(cols)) * sizeof(ActLaneGroup);
-    thread_local std::vector<ActLaneGroup> lane_rows;
-    if (lane_packed && lane_rows.size() < size_t(act_lane_groups(cols) * n_tokens))
-        lane_rows.resize(size_t(act_lane_groups(cols) * n_tokens));
-    ActLaneGroup* const lane_groups = lane_rows.data();  // the calling thread's buffer, as act
-    const auto* const lanes = reinterpret_cast<const uint8_t*>(lane_groups);
-    const auto prepare = [&](int64_t t) {
-        quantize(t);
-        if (lane_packed) pack_act_lanes(format, act + size_t(t) * act_bytes, cols, lane_groups + t * act_lane_groups(cols));
-    };
-    if (amx_packed) {
-        pool.parallel_for((n_tokens + kAmxTokens - 1) / kAmxTokens, [&](int64_t g, int) {
-            const int64_t t0 = g * kAmxTokens, count = std::min<int64_t>(kAmxTokens, n_tokens - t0);
-            for (int64_t t = t0; t < t0 + count; ++t) quantize(t);
-            pack_act_amx(format, act + size_t(t0) * act_bytes, act_bytes, count, cols, amx_groups + size_t(g) * group_bytes);
+// Native numerics: every group's token rows rounded once (in parallel for prefill), then tiles of
+// rows, each row dotted with every token of its group while it is in L1. The quantised rows live
+// in buffers of the calling thread that grow to the largest call and are then reused, as do the
+// plans below: no allocation per call once a forward pass has run.
+
+// Where one group's rounded rows lie in those buffers and how its tokens are packed.
+struct GroupPlan {
+    ActivationFormat format;
+    int64_t cols = 0;
+    size_t act_bytes = 0;     // one rounded row
+    size_t act_offset = 0;    // its first row, bytes into the rounded rows
+    bool amx_packed = false;  // prefill on AMX tiles: also packed in groups of kAmxTokens tokens
+    bool lane_packed = false; // prefill on the lane kernels: also lane-packed
+    size_t amx_group_bytes = 0, amx_offset = 0;  // bytes into the AMX groups
+    size_t lane_bytes = 0, lane_offset = 0;      // bytes into the lane-packed rows
+    int64_t token_run = 0;    // tokens whose rounded rows stay in L2 while a task's rows pass them
+    bool rounded_here = true; // false: the same input as an earlier group, whose rows it shares
+};
+
+// One task: rows [first, last) of one output of one group.
+struct RowTile {
+    uint32_t group, output;
+    int64_t first, last;
+};
+
+void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
+    // The calling thread's buffers, named through references: a task on another pool thread
+    // naming a thread_local would see that thread's own.
+    thread_local std::vector<GroupPlan> plans_of_caller;
+    thread_local std::vector<uint8_t> act_of_caller, amx_of_caller;
+    thread_local std::vector<ActLaneGroup> lanes_of_caller;
+    thread_local std::vector<RowTile> tiles_of_caller;
+    std::vector<GroupPlan>& plans = plans_of_caller;
+    std::vector<uint8_t>& act_rows = act_of_caller;
+    std::vector<uint8_t>& amx_rows = amx_of_caller;
+    std::vector<ActLaneGroup>& lane_rows = lanes_of_caller;
+    std::vector<RowTile>& tiles = tiles_of_caller;
+    plans.resize(groups.size());
+    size_t act_total = 0, amx_total = 0, lane_total = 0;
+    bool any_prefill = false;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        const MatmulGroup& group = groups[g];
+        GroupPlan& plan = plans[g];
+        const MatrixView& first_w = *group.outputs.front().w;
+        plan.format = activation_format(first_w.type->type);
+        plan.cols = first_w.cols;
+        plan.act_bytes = activation_row_bytes(plan.format, plan.cols);
+        // Prefill: the rows also packed for the AMX tiles where every output has an AMX kernel,
+        // else lane-packed for the lane kernels (int_dot.h).
+        const bool prefill = group.n_tokens >= 4;
+        any_prefill |= prefill;
+        plan.amx_packed = prefill && amx_enabled() && std::all_of(group.outputs.begin(), group.outputs.end(), [](const MatmulOutput& o) {
+            return int_dot_amx_kernel(o.w->type->type) != nullptr;
         });
-    } else if (n_tokens <= 2) {
-        for (int64_t t = 0; t < n_tokens; ++t) prepare(t);
-    } else {
-        pool.parallel_for(n_tokens, [&](int64_t t, int) { prepare(t); });
-    }
-    int64_t total_rows = 0, n_tasks = 0;
-    for (const MatmulOutput& o : outputs) total_rows += o.w->rows;
-    // A multiple of the kernels' row group: four rows for the integer tile kernels
-    // (int_dot_simd.h), sixteen for an AMX tile.
-    const int64_t row_group = amx_packed ? 16 : 4;
-    const int64_t tile = (rows_per_task(total_rows, pool.size(), 16) + row_group - 1) / row_group * row_group;
-    for (const MatmulOutput& o : outputs) n_tasks += (o.w->rows + tile - 1) / tile;
-    // Token runs whose quantised rows stay in L2 while the task's weight rows pass them.
-    // (Whole groups of AMX tokens; all of them × Q8_K, whose kernel keeps its own runs in L1 and
-    // decodes each weight panel once per call.)
-    const int64_t fitting = int64_t(kTileBytes / act_bytes);
-    const int64_t token_run = !amx_packed                     ? std::max<int64_t>(1, fitting)
-                              : format == ActivationFormat::q8_K ? n_tokens
+        plan.lane_packed = prefill && !plan.amx_packed && int_dot_lanes_kernel(first_w.type->type);
+        const int64_t fitting = int64_t(kTileBytes / plan.act_bytes);
+        // (Whole groups of AMX tokens; all of them × Q8_K, whose kernel keeps its own runs in L1
+        // and decodes each weight panel once per call.)
+        plan.token_run = !plan.amx_packed                          ? std::max<int64_t>(1, fitting)
+                         : plan.format == ActivationFormat::q8_K ? group.n_tokens
                                                                  : std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens;
-    pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
-        size_t k = 0;
-        for (int64_t tasks_of_output; task >= (tasks_of_output = (outputs[k].w->rows + tile - 1) / tile); ++k)
-            task -= tasks_of_output;
-        const MatrixView& w = *outputs[k].w;
-        float* const y = outputs[k].y;
-        const int64_t y_stride = outputs[k].y_stride;
+        // Decode's experts all read the one token row: it is rounded once.
+        const auto same_input = std::find_if(groups.begin(), groups.begin() + std::ptrdiff_t(g), [&](const MatmulGroup& earlier) {
+            const GroupPlan& p = plans[size_t(&earlier - groups.data())];
+            return earlier.x == group.x && earlier.x_stride == group.x_stride && earlier.n_tokens == group.n_tokens &&
+                   p.format == plan.format && p.cols == plan.cols && p.amx_packed == plan.amx_packed &&
+                   p.lane_packed == plan.lane_packed;
+        });
+        if (same_input != groups.begin() + std::ptrdiff_t(g)) {
+            const GroupPlan& shared = plans[size_t(same_input - groups.begin())];
+            plan.act_offset = shared.act_offset;
+            plan.amx_group_bytes = shared.amx_group_bytes;
+            plan.amx_offset = shared.amx_offset;
+            plan.lane_bytes = shared.lane_bytes;
+            plan.lane_offset = shared.lane_offset;
+            plan.rounded_here = false;
+            continue;
+        }
+        plan.rounded_here = true;
+        plan.act_offset = act_total;
+        act_total += plan.act_bytes * size_t(group.n_tokens);
+        if (plan.amx_packed) {
+            plan.amx_group_bytes = amx_group_bytes(plan.format, plan.cols);
+            plan.amx_offset = amx_total;
+            amx_total += plan.amx_group_bytes * size_t((group.n_tokens + kAmxTokens - 1) / kAmxTokens);
+        }
+        if (plan.lane_packed) {
+            plan.lane_bytes = size_t(act_lane_groups(plan.cols)) * sizeof(ActLaneGroup);
+            plan.lane_offset = lane_total;
+            lane_total += plan.lane_bytes * size_t(group.n_tokens);
+        }
+    }
+    if (act_rows.size() < act_total) act_rows.resize(act_total);
+    if (amx_rows.size() < amx_total) amx_rows.resize(amx_total);
+    if (lane_rows.size() * sizeof(ActLaneGroup) < lane_total) lane_rows.resize(lane_total / sizeof(ActLaneGroup));
+    uint8_t* const act = act_rows.data();
+    uint8_t* const amx = amx_rows.data();
+    auto* const lanes = reinterpret_cast<uint8_t*>(lane_rows.data());
+
+    // Rounding jobs: one per token, or per group of kAmxTokens tokens for AMX, numbered across
+    // the groups that round their own rows.
+    const auto jobs_of = [&](size_t g) -> int64_t {
+        if (!plans[g].rounded_here) return 0;
+        const int64_t n = groups[g].n_tokens;
+        return plans[g].amx_packed ? (n + kAmxTokens - 1) / kAmxTokens : n;
+    };
+    const auto prepare = [&](size_t g, int64_t job) {
+        const MatmulGroup& group = groups[g];
+        const GroupPlan& plan = plans[g];
+        const auto quantize = [&](int64_t t) {
+            quantize_activation_row(plan.format, group.x + t * group.x_stride, act + plan.act_offset + size_t(t) * plan.act_bytes,
+                                    plan.cols, "matmul activations");
+        };
+        if (plan.amx_packed) {
+            const int64_t t0 = job * kAmxTokens, count = std::min<int64_t>(kAmxTokens, group.n_tokens - t0);
+            for (int64_t t = t0; t < t0 + count; ++t) quantize(t);
+            pack_act_amx(plan.format, act + plan.act_offset + size_t(t0) * plan.act_bytes, plan.act_bytes, count, plan.cols,
+                         amx + plan.amx_offset + size_t(job) * plan.amx_group_bytes);
+            return;
+        }
+        quantize(job);
+        if (plan.lane_packed)
+            pack_act_lanes(plan.format, act + plan.act_offset + size_t(job) * plan.act_bytes, plan.cols,
+                           reinterpret_cast<ActLaneGroup*>(lanes + plan.lane_offset + size_t(job) * plan.lane_bytes));
+    };
+    int64_t n_jobs = 0;
+    for (size_t g = 0; g < groups.size(); ++g) n_jobs += jobs_of(g);
+    if (!any_prefill || n_jobs <= 2) {
+        // Decode: a few rows, cheaper to round here than to hand out.
+        for (size_t g = 0; g < groups.size(); ++g)
+            for (int64_t job = 0; job < jobs_of(g); ++job) prepare(g, job);
+    } else {
+        pool.parallel_for(n_jobs, [&](int64_t job, int) {
+            size_t g = 0;
+            for (int64_t jobs; job >= (jobs = jobs_of(g)); ++g) job -= jobs;
+            prepare(g, job);
+        });
+    }
+
+    // Tiles of rows split by bytes, so that every thread gets several tasks of about equal
+    // weight (load balance) while a tile still spans enough rows to amortize the task hand-out;
+    // a multiple of the kernels' row group: four rows for the integer tile kernels
+    // (int_dot_simd.h), sixteen for an AMX tile.
+    tiles.clear();
+    size_t total_bytes = 0;
+    for (const MatmulGroup& group : groups)
+        for (const MatmulOutput& o : group.outputs) total_bytes += size_t(o.w->rows) * o.w->row_stride;
+    const size_t task_bytes = (total_bytes + size_t(pool.size()) * 4 - 1) / (size_t(pool.size()) * 4);
+    for (size_t g = 0; g < groups.size(); ++g)
+        for (size_t k = 0; k < groups[g].outputs.size(); ++k) {
+            const MatrixView& w = *groups[g].outputs[k].w;
+            const int64_t row_group = plans[g].amx_packed ? 16 : 4;
+            const int64_t rows = std::max<int64_t>(16, int64_t((task_bytes + w.row_stride - 1) / w.row_stride));
+            const int64_t tile = (rows + row_group - 1) / row_group * row_group;
+            for (int64_t first = 0; first < w.rows; first += tile)
+                tiles.push_back({uint32_t(g), uint32_t(k), first, std::min(w.rows, first + tile)});
+        }
+    pool.parallel_for(int64_t(tiles.size()), [&](int64_t task, int thread) {
+        const RowTile& tile = tiles[size_t(task)];
+        const MatmulGroup& group = groups[tile.group];
+        const GroupPlan& plan = plans[tile.group];
+        const MatrixView& w = *group.outputs[tile.output].w;
+        float* const y = group.outputs[tile.output].y;
+        const int64_t y_stride = group.outputs[tile.output].y_stride;
         const IntDotFn dot = int_dot_kernel(w.type->type);
         const IntDotTileFn dot_tile = int_dot_tile_kernel(w.type->type);
-        const IntDotLanesFn dot_lanes = lane_packed ? int_dot_lanes_kernel(w.type->type) : nullptr;
-        const IntDotAmxFn dot_amx = amx_packed ? int_dot_amx_kernel(w.type->type) : nullptr;
-        const int64_t first = task * tile, last = std::min(w.rows, first + tile);
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += token_run) {
-            const int64_t tokens = std::min(token_run, n_tokens - t0);
-            const uint8_t* run = act + size_t(t0) * act_bytes;
+        const IntDotLanesFn dot_lanes = plan.lane_packed ? int_dot_lanes_kernel(w.type->type) : nullptr;
+        const IntDotAmxFn dot_amx = plan.amx_packed ? int_dot_amx_kernel(w.type->type) : nullptr;
+        const int64_t first = tile.first, last = tile.last, cols = plan.cols, n_tokens = group.n_tokens;
+        const size_t act_bytes = plan.act_bytes;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += plan.token_run) {
+            const int64_t tokens = std::min(plan.token_run, n_tokens - t0);
+            const uint8_t* run = act + plan.act_offset + size_t(t0) * act_bytes;
             if (dot_amx) {
-                dot_amx(w.row(first), w.row_stride, last - first, amx_groups + size_t(t0 / kAmxTokens) * group_bytes, group_bytes,
-                        tokens, cols, y + t0 * y_stride + first, y_stride, pool.thread_scratch(thread, amx_scratch_bytes(format, cols)));
+                dot_amx(w.row(first), w.row_stride, last - first,
+                        amx + plan.amx_offset + size_t(t0 / kAmxTokens) * plan.amx_group_bytes, plan.amx_group_bytes, tokens,
+                        cols, y + t0 * y_stride + first, y_stride, pool.thread_scratch(thread, amx_scratch_bytes(plan.format, cols)));
                 continue;
             }
             if (dot_lanes) {
-                dot_lanes(w.row(first), w.row_stride, last - first, lanes + size_t(t0) * lane_bytes, lane_bytes, tokens, cols,
-                          y + t0 * y_stride + first, y_stride);
+                dot_lanes(w.row(first), w.row_stride, last - first, lanes + plan.lane_offset + size_t(t0) * plan.lane_bytes,
+                          plan.lane_bytes, tokens, cols, y + t0 * y_stride + first, y_stride);
                 continue;
             }
             if (dot_tile) {
@@ -140,12 +235,12 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulOutput> outputs, con
     });
 }
 
-// The outputs can share one rounding of the activations: native numerics, an integer kernel
-// for every type, one activation format and row width.
-bool integer_path(std::span<const MatmulOutput> outputs, Numerics numerics) {
-    if (numerics != Numerics::native || outputs.empty()) return false;
-    const MatrixView& first = *outputs.front().w;
-    for (const MatmulOutput& o : outputs)
+// A group's outputs can share one rounding of the activations: native numerics, an integer
+// kernel for every type, one activation format and row width.
+bool integer_path(const MatmulGroup& group, Numerics numerics) {
+    if (numerics != Numerics::native || group.outputs.empty()) return false;
+    const MatrixView& first = *group.outputs.front().w;
+    for (const MatmulOutput& o : group.outputs)
         if (!int_dot_kernel(o.w->type->type) || o.w->cols != first.cols ||
             activation_format(o.w->type->type) != activation_format(first.type->type))
             return false;
@@ -170,8 +265,9 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
             float* y, int64_t y_stride, Numerics numerics) {
     if (n_tokens <= 0 || w.rows <= 0) return;
     const MatmulOutput output{&w, y, y_stride};
-    if (integer_path(std::span(&output, 1), numerics)) {
-        matmul_integer(pool, std::span(&output, 1), x, x_stride, n_tokens);
+    const MatmulGroup group{std::span(&output, 1), x, x_stride, n_tokens};
+    if (integer_path(group, numerics)) {
+        matmul_integer(pool, std::span(&group, 1));
         return;
     }
     const DotRowFn dot = dot_row_kernel(w.type->type);
@@ -211,12 +307,29 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
 
 void matmul_same_input(ThreadPool& pool, std::span<const MatmulOutput> outputs, const float* x, int64_t x_stride,
                        int64_t n_tokens, Numerics numerics) {
-    if (n_tokens <= 0) return;
-    if (integer_path(outputs, numerics)) {
-        matmul_integer(pool, outputs, x, x_stride, n_tokens);
+    const MatmulGroup group{outputs, x, x_stride, n_tokens};
+    matmul_groups(pool, std::span(&group, 1), numerics);
+}
+
+void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Numerics numerics) {
+    // Groups without tokens or outputs have no work; the rest go through one pass when they all
+    // take the integer path, else each product on its own.
+    thread_local std::vector<MatmulGroup> working;
+    working.clear();
+    bool all_integer = true;
+    for (const MatmulGroup& group : groups)
+        if (group.n_tokens > 0 && !group.outputs.empty()) {
+            working.push_back(group);
+            all_integer &= integer_path(group, numerics);
+        }
+    if (working.empty()) return;
+    if (all_integer) {
+        matmul_integer(pool, working);
         return;
     }
-    for (const MatmulOutput& o : outputs) matmul(pool, *o.w, x, x_stride, n_tokens, o.y, o.y_stride, numerics);
+    for (const MatmulGroup& group : working)
+        for (const MatmulOutput& o : group.outputs)
+            matmul(pool, *o.w, group.x, group.x_stride, group.n_tokens, o.y, o.y_stride, numerics);
 }
 
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,

@@ -55,6 +55,18 @@ struct MatmulOutput {
 void matmul_same_input(ThreadPool& pool, std::span<const MatmulOutput> outputs, const float* x, int64_t x_stride,
                        int64_t n_tokens, Numerics numerics);
 
+// Products of several inputs, each with its own matrices (a MoE layer's active experts: each
+// expert's gate and up read its tokens' rows): every output gets exactly matmul's result, and
+// under native numerics one parallel pass covers every group's rows, split by bytes, each input
+// rounded once (groups with the same x share one rounding).
+struct MatmulGroup {
+    std::span<const MatmulOutput> outputs;
+    const float* x;  // [n_tokens] rows x_stride floats apart
+    int64_t x_stride;
+    int64_t n_tokens;
+};
+void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Numerics numerics);
+
 // The same product on the calling thread with scalar kernels only: the test reference.
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,
                       int64_t y_stride);

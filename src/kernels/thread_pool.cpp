@@ -1,5 +1,9 @@
 #include "kernels/thread_pool.h"
 
+#include <limits>
+
+#include "util/error.h"
+
 namespace k3::kernels {
 
 namespace {
@@ -39,36 +43,48 @@ void* ThreadPool::thread_scratch(int thread, size_t bytes) {
 }
 
 ThreadPool::~ThreadPool() {
+    stopping_.store(true);
     {
         std::lock_guard lock(mutex_);
-        stopping_.store(true);
+        generation_.fetch_add(1);
     }
     wake_.notify_all();
     for (std::thread& w : workers_) w.join();
 }
 
-void ThreadPool::run_tasks(int thread) {
+void ThreadPool::run_tasks(int thread, uint32_t generation) {
     inside_task = true;
     current_thread = thread;
-    for (int64_t i = next_.fetch_add(1); i < n_tasks_; i = next_.fetch_add(1)) (*task_)(i, thread);
+    const Region& region = regions_[generation % 2];
+    for (uint64_t ticket = ticket_.load(std::memory_order_acquire);;) {
+        const auto index = uint32_t(ticket);
+        if (uint32_t(ticket >> 32) != generation || index >= region.n_tasks.load(std::memory_order_relaxed)) break;
+        if (!ticket_.compare_exchange_weak(ticket, ticket + 1, std::memory_order_acq_rel)) continue;
+        // Claimed: the region stays open until this task completes, so its slot is its own.
+        (*region.task.load(std::memory_order_relaxed))(int64_t(index), thread);
+        const uint32_t n_tasks = region.n_tasks.load(std::memory_order_relaxed);
+        if (completed_.fetch_add(1) + 1 == n_tasks && caller_sleeping_.load()) {
+            std::lock_guard lock(mutex_);  // the caller is between its test and its wait, or waiting
+            done_.notify_one();
+        }
+        ticket = ticket_.load(std::memory_order_acquire);
+    }
     inside_task = false;
 }
 
 void ThreadPool::worker_loop(int thread) {
-    uint64_t seen = 0;
-    const auto ready = [&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; };
+    uint32_t seen = 0;
     for (;;) {
+        const auto ready = [&] { return generation_.load() != seen; };
         if (!poll_until(ready)) {
             std::unique_lock lock(mutex_);
+            sleeping_workers_.fetch_add(1);
             wake_.wait(lock, ready);
+            sleeping_workers_.fetch_sub(1);
         }
-        if (stopping_) return;
         seen = generation_.load(std::memory_order_acquire);
-        run_tasks(thread);
-        if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard lock(mutex_);  // the caller may be between its check and its wait
-            done_.notify_one();
-        }
+        if (stopping_.load()) return;
+        run_tasks(thread, seen);
     }
 }
 
@@ -88,22 +104,28 @@ void ThreadPool::parallel_for(int64_t n_tasks, const Task& task) {
         for (int64_t i = 0; i < n_tasks; ++i) task(i, 0);
         return;
     }
-    {
-        std::lock_guard lock(mutex_);  // sleeping workers test generation_ under it
-        task_ = &task;
-        n_tasks_ = n_tasks;
-        next_.store(0);
-        busy_workers_.store(int(workers_.size()));
-        generation_.fetch_add(1, std::memory_order_release);
+    if (n_tasks > std::numeric_limits<uint32_t>::max())
+        throw Error("thread pool: " + std::to_string(n_tasks) + " tasks in one parallel_for (at most 2^32 - 1)");
+    const uint32_t count = uint32_t(n_tasks);
+    const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+    Region& region = regions_[generation % 2];
+    region.task.store(&task, std::memory_order_relaxed);
+    region.n_tasks.store(count, std::memory_order_relaxed);
+    completed_.store(0, std::memory_order_relaxed);
+    ticket_.store(uint64_t(generation) << 32, std::memory_order_release);
+    generation_.store(generation);
+    if (sleeping_workers_.load() > 0) {
+        { std::lock_guard lock(mutex_); }  // a worker between its test and its wait gets there first
+        wake_.notify_all();
     }
-    wake_.notify_all();
-    run_tasks(0);
-    const auto finished = [&] { return busy_workers_.load(std::memory_order_acquire) == 0; };
+    run_tasks(0, generation);
+    const auto finished = [&] { return completed_.load() == count; };
     if (!poll_until(finished)) {
         std::unique_lock lock(mutex_);
+        caller_sleeping_.store(true);
         done_.wait(lock, finished);
+        caller_sleeping_.store(false);
     }
-    task_ = nullptr;
 }
 
 }  // namespace k3::kernels

@@ -82,6 +82,13 @@ struct ForwardContext {
         const kernels::MatmulOutput outputs[] = {{&w_gate, gate, w_gate.rows}, {&w_up, up, w_up.rows}};
         linear_same_input(outputs, x, n);
     }
+    // Several inputs' products, each with its own matrices, in one pass (kernels::matmul_groups):
+    // whole products, for weights this rank holds whole (an unsharded() context's). The caller
+    // shows the observer each product: these weights may lie outside the mapped file (a MoE
+    // layer's experts in an expert cache).
+    void linear_groups(std::span<const kernels::MatmulGroup> groups) const {
+        kernels::matmul_groups(pool, groups, numerics);
+    }
     // This context computing whole products on this rank (for weights only this rank holds).
     ForwardContext unsharded() const {
         ForwardContext local = *this;

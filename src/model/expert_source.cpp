@@ -11,14 +11,15 @@ ExpertMatrices mapped_expert(const MoeWeights& w, int32_t e) {
 }
 
 void MappedExperts::request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t>) {
-    layer_ = il;
-    pending_.assign(experts.begin(), experts.end());
-    next_ = 0;
+    const MoeWeights& w = *weights_.layers[size_t(il)].moe;
+    pending_.clear();
+    for (const int32_t e : experts) pending_.push_back(mapped_expert(w, e));
 }
 
-std::optional<ExpertMatrices> MappedExperts::next() {
-    if (next_ == pending_.size()) return std::nullopt;
-    return mapped_expert(*weights_.layers[size_t(layer_)].moe, pending_[next_++]);
+std::span<const ExpertMatrices> MappedExperts::take_resident() {
+    taken_.swap(pending_);
+    pending_.clear();
+    return taken_;
 }
 
 }  // namespace k3::model

@@ -1,12 +1,12 @@
 // Where the MoE layer gets routed experts' weights from (k3-architecture.md §6.2). The layer
 // announces the experts a batch needs as soon as routing is known, computes what does not need
-// them, then takes each expert as it becomes resident (in any order) and hands it back after its
-// down-projection. Without a memory budget every expert is a row range of the mapped stacked
+// them, then takes every expert that is resident at once (in any order; all of them, without a
+// budget), so that one parallel pass covers them all, and hands them back after their
+// down-projections. Without a memory budget every expert is a row range of the mapped stacked
 // tensors (MappedExperts); runtime/expert_cache streams them from disk under a budget.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,10 +37,14 @@ public:
     // Every expert layer il's batch routes to, with its token counts, just before request(): in
     // a parallel job request() gets only this rank's experts, this all of them (on every rank).
     virtual void routed(int64_t /*il*/, std::span<const int32_t> /*experts*/, std::span<const int64_t> /*token_counts*/) {}
-    // The next requested expert that is resident, waiting for one if none is; nullopt once every
-    // requested expert has been handed out. Hand each back with release() before the next call
-    // (the budget may only hold one expert in flight beyond those already resident).
-    virtual std::optional<ExpertMatrices> next() = 0;
+    // Every requested expert that is resident and not yet handed out, waiting for one if none is;
+    // empty once every requested expert has been handed out. The span (the ExpertMatrices, which
+    // products may point at) stays valid until the next call; each expert's bytes stay resident
+    // and unchanged, whatever reads land meanwhile, until release() of that expert. Release every
+    // expert of the span before the next call (the budget's room for further reads comes from
+    // released experts).
+    virtual std::span<const ExpertMatrices> take_resident() = 0;
+    // Hands back a taken expert: its bytes may be evicted or overwritten from now on.
     virtual void release(int32_t expert) = 0;
 };
 
@@ -49,14 +53,13 @@ class MappedExperts final : public ExpertSource {
 public:
     explicit MappedExperts(const ModelWeights& weights) : weights_(weights) {}
     void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
-    std::optional<ExpertMatrices> next() override;
+    std::span<const ExpertMatrices> take_resident() override;
     void release(int32_t) override {}
 
 private:
     const ModelWeights& weights_;
-    int64_t layer_ = 0;
-    std::vector<int32_t> pending_;
-    size_t next_ = 0;
+    std::vector<ExpertMatrices> pending_;  // handed out by the next take_resident()
+    std::vector<ExpertMatrices> taken_;
 };
 
 }  // namespace k3::model

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <span>
 
 #include "kernels/vector_ops.h"
 #include "model/expert_source.h"
@@ -73,9 +74,9 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     shared.reserve(n * E);
     shared_gate.reserve(n * size_t(hp.n_expert_shared) * Fe);  // the shared experts' width
     shared_up.reserve(n * size_t(hp.n_expert_shared) * Fe);
-    inputs.reserve(n * Ls);
-    gate.reserve(n * Fe);
-    up.reserve(n * Fe);
+    inputs.reserve(members * Ls);
+    gate.reserve(members * Fe);
+    up.reserve(members * Fe);
     expert_out.reserve(members * Ls);
     mixed.reserve(n * Ls);
     needed.reserve(X);
@@ -86,6 +87,8 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     next_member.reserve(X);
     member_token.reserve(members);
     member_weight.reserve(members);
+    products.reserve(3 * X);
+    groups.reserve(2 * X);
     routes.resize(n);
     for (Routing& r : routes) {
         r.experts.reserve(used);
@@ -175,30 +178,60 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     }
 
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
-    // expert e's outputs at expert_out rows [first_member[e], first_member[e + 1]), each [Ls]
+    // expert e's outputs at expert_out rows [first_member[e], first_member[e + 1]), each [Ls].
+    // The experts resident together go through one parallel pass for every gate and up, then
+    // one for every down, so that both threads stream weights the whole step.
     s.expert_out.resize(size_t(n_members * Ls));
     // An expert's rows all live on its rank. The observer sees them as rows of the mapped file
     // wherever the source keeps the expert (an expert cache's buffer under a memory budget).
-    ForwardContext expert_ctx = ctx.unsharded();
-    expert_ctx.observe = nullptr;
-    while (const std::optional<ExpertMatrices> expert = source.next()) {
-        const int64_t first = s.first_member[size_t(expert->expert)];
-        const int64_t m = s.first_member[size_t(expert->expert) + 1] - first;
-        s.inputs.resize(size_t(m * Ls));
-        for (int64_t i = 0; i < m; ++i) {
-            const float* row = z + s.member_token[size_t(first + i)] * Ls;
-            std::copy(row, row + Ls, s.inputs.begin() + i * Ls);
+    const ForwardContext expert_ctx = ctx.unsharded();
+    for (std::span<const ExpertMatrices> batch; !(batch = source.take_resident()).empty();) {
+        int64_t batch_rows = 0;
+        for (const ExpertMatrices& expert : batch)
+            batch_rows += s.first_member[size_t(expert.expert) + 1] - s.first_member[size_t(expert.expert)];
+        s.inputs.resize(size_t(batch_rows * Ls));
+        s.gate.resize(size_t(batch_rows * Fe));
+        s.up.resize(size_t(batch_rows * Fe));
+        s.products.clear();
+        s.groups.clear();
+        int64_t row = 0;  // the expert's first row of inputs, gate and up
+        for (const ExpertMatrices& expert : batch) {
+            const int64_t first = s.first_member[size_t(expert.expert)];
+            const int64_t m = s.first_member[size_t(expert.expert) + 1] - first;
+            // A single token's row is read in place (decode: every expert reads the one row, so it
+            // is rounded once); several are gathered into contiguous rows.
+            const float* x = z + s.member_token[size_t(first)] * Ls;
+            if (m > 1) {
+                for (int64_t i = 0; i < m; ++i) {
+                    const float* src = z + s.member_token[size_t(first + i)] * Ls;
+                    std::copy(src, src + Ls, s.inputs.begin() + (row + i) * Ls);
+                }
+                x = s.inputs.data() + row * Ls;
+            }
+            if (ctx.observe) {
+                const ExpertMatrices in_file = mapped_expert(w, expert.expert);
+                ctx.observed(in_file.gate, x, Ls, m);
+                ctx.observed(in_file.up, x, Ls, m);
+            }
+            s.products.push_back({&expert.gate, s.gate.data() + row * Fe, Fe});
+            s.products.push_back({&expert.up, s.up.data() + row * Fe, Fe});
+            s.groups.push_back({std::span(s.products).last(2), x, Ls, m});
+            row += m;
         }
-        s.gate.resize(size_t(m * Fe));
-        s.up.resize(size_t(m * Fe));
-        const ExpertMatrices in_file = ctx.observe ? mapped_expert(w, expert->expert) : ExpertMatrices{};
-        ctx.observed(in_file.gate, s.inputs.data(), Ls, m);
-        ctx.observed(in_file.up, s.inputs.data(), Ls, m);
-        expert_ctx.linear_pair(expert->gate, expert->up, s.inputs.data(), m, s.gate.data(), s.up.data());
-        kernels::situ(s.gate.data(), s.up.data(), hp.situ_beta, hp.situ_linear_beta, m * Fe, s.gate.data());
-        ctx.observed(in_file.down, s.gate.data(), Fe, m);
-        expert_ctx.linear(expert->down, s.gate.data(), m, s.expert_out.data() + first * Ls);
-        source.release(expert->expert);
+        expert_ctx.linear_groups(s.groups);
+        kernels::situ(s.gate.data(), s.up.data(), hp.situ_beta, hp.situ_linear_beta, batch_rows * Fe, s.gate.data());
+        s.groups.clear();
+        row = 0;
+        for (const ExpertMatrices& expert : batch) {
+            const int64_t first = s.first_member[size_t(expert.expert)];
+            const int64_t m = s.first_member[size_t(expert.expert) + 1] - first;
+            if (ctx.observe) ctx.observed(mapped_expert(w, expert.expert).down, s.gate.data() + row * Fe, Fe, m);
+            s.products.push_back({&expert.down, s.expert_out.data() + first * Ls, Ls});
+            s.groups.push_back({std::span(s.products).last(1), s.gate.data() + row * Fe, Fe, m});
+            row += m;
+        }
+        expert_ctx.linear_groups(s.groups);
+        for (const ExpertMatrices& expert : batch) source.release(expert.expert);
     }
     if (ctx.collective)
         gather_expert_outputs(ctx, w.expert_rank, s.first_member, Ls, s.expert_out,

@@ -31,6 +31,8 @@ struct MoeScratch {
     std::vector<int32_t> order, needed, owned;  // owned: the needed experts this rank runs
     std::vector<int64_t> token_counts, owned_counts, first_member, member_token, next_member;
     std::vector<Routing> routes;
+    std::vector<kernels::MatmulOutput> products;  // a batch of experts' gate, up and down
+    std::vector<kernels::MatmulGroup> groups;
 };
 
 // out[t] = FFN_moe(y[t]) for n rows; y, out: [n][E].

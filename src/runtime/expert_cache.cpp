@@ -178,9 +178,10 @@ void ExpertCache::request(int64_t il, std::span<const int32_t> experts, std::spa
     pump(lock);
 }
 
-std::optional<model::ExpertMatrices> ExpertCache::next() {
+std::span<const model::ExpertMatrices> ExpertCache::take_resident() {
     std::unique_lock lock(mutex_);
-    if (to_hand_out_ == 0) return std::nullopt;
+    taken_.clear();
+    if (to_hand_out_ == 0) return {};
     while (ready_.empty()) {
         pump(lock);
         if (in_flight_ == 0 && ready_.empty())
@@ -190,20 +191,22 @@ std::optional<model::ExpertMatrices> ExpertCache::next() {
         landed_.wait(lock, [this] { return !ready_.empty() || in_flight_ == 0; });
         counters_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    const int32_t x = ready_.front();
-    ready_.pop_front();
-    --to_hand_out_;
-    ++held_out_;
-    Entry& e = entry(layer_, x);
-    if (!e.error.empty()) {
-        const std::string error = std::move(e.error);
-        held_ -= e.memory.size();
-        e.memory = util::AnonymousMemory();
-        e.state = State::absent;
-        abandon_request();
-        throw Error(error);
+    for (; !ready_.empty(); ready_.pop_front()) {
+        const int32_t x = ready_.front();
+        --to_hand_out_;
+        ++held_out_;
+        Entry& e = entry(layer_, x);
+        if (!e.error.empty()) {
+            const std::string error = std::move(e.error);
+            held_ -= e.memory.size();
+            e.memory = util::AnonymousMemory();
+            e.state = State::absent;
+            abandon_request();
+            throw Error(error);
+        }
+        taken_.push_back(e.matrices);
     }
-    return e.matrices;
+    return taken_;
 }
 
 void ExpertCache::abandon_request() {

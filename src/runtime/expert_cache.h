@@ -12,7 +12,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,7 +45,7 @@ public:
 
     void routed(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
     void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
-    std::optional<model::ExpertMatrices> next() override;
+    std::span<const model::ExpertMatrices> take_resident() override;
     void release(int32_t expert) override;
 
     ExpertCacheCounters counters() const;
@@ -104,6 +103,7 @@ private:
     std::deque<int32_t> ready_;    // resident, not yet handed out: hits first, then reads as they land
     size_t to_hand_out_ = 0;       // requested and not yet handed out
     size_t held_out_ = 0;          // handed out and not yet released
+    std::vector<model::ExpertMatrices> taken_;  // the last take_resident()'s experts
 
     IoPool io_;  // last: joined first, while the entries its jobs write still exist
 };

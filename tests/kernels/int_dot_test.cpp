@@ -408,6 +408,78 @@ TEST(MatmulSameInput, EachOutputIsItsOwnMatmul) {
     }
 }
 
+// A MoE layer's experts in one pass: groups of outputs, each group with its own input (one token
+// read in place by two groups, as decode's experts read it; several tokens, as prefill's, through
+// the lane and AMX packings), every output the scalar reference's integer dot of its rows with
+// its group's rounded tokens, bit for bit; under exact numerics each output is matmul's own.
+TEST(MatmulGroups, EachGroupIsTheScalarReferenceOfItsOwnInput) {
+    const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
+    const int64_t cols = kZooCols, rows = 40;
+    struct Weights {
+        const tensor::TypeTraits* type;
+        std::vector<uint8_t> bytes;
+        MatrixView view;
+    };
+    std::vector<Weights> weights;
+    for (const char* name : {"Q8_0", "MXFP4", "Q4_1"}) {
+        Weights& w = weights.emplace_back();
+        w.type = tensor::find_type(name);
+        const size_t row_size = tensor::row_bytes(*w.type, cols);
+        w.bytes.resize(row_size * rows);
+        for (int64_t r = 0; r < rows; ++r) w.type->quantize_row(source.data() + r * cols, w.bytes.data() + r * row_size, cols);
+        w.view = MatrixView{w.type, w.bytes.data(), cols, rows, row_size};
+    }
+    const auto tokens_of = [&](int64_t n, uint32_t seed) {
+        std::vector<float> x;
+        for (int64_t t = 0; t < n; ++t) {
+            const std::vector<float> xt = test_row(cols, seed + uint32_t(t));
+            x.insert(x.end(), xt.begin(), xt.end());
+        }
+        return x;
+    };
+    const std::vector<float> one = tokens_of(1, 700), five = tokens_of(5, 710), many = tokens_of(17, 720);
+    struct Case {
+        std::vector<size_t> outputs;  // indices into weights
+        const std::vector<float>* x;
+        int64_t n;
+    };
+    const Case cases[] = {{{0, 1}, &one, 1}, {{0, 1}, &one, 1}, {{2}, &five, 5}, {{0, 1}, &many, 17}, {{2}, &many, 17}};
+    ThreadPool pool(2);
+    for (Numerics numerics : {Numerics::native, Numerics::exact}) {
+        std::vector<std::vector<float>> ys;
+        std::vector<MatmulOutput> outputs;
+        outputs.reserve(8);
+        std::vector<MatmulGroup> groups;
+        for (const Case& c : cases) {
+            const size_t first = outputs.size();
+            for (size_t k : c.outputs) {
+                ys.emplace_back(size_t(c.n * rows), -1.0f);
+                outputs.push_back({&weights[k].view, nullptr, rows});
+            }
+            groups.push_back({std::span(outputs).subspan(first, c.outputs.size()), c.x->data(), cols, c.n});
+        }
+        for (size_t i = 0; i < outputs.size(); ++i) outputs[i].y = ys[i].data();
+        matmul_groups(pool, groups, numerics);
+        size_t output = 0;
+        for (const Case& c : cases)
+            for (size_t k : c.outputs) {
+                const Weights& w = weights[k];
+                const std::vector<float>& y = ys[output++];
+                std::vector<float> want(y.size());
+                if (numerics == Numerics::exact) matmul(pool, w.view, c.x->data(), cols, c.n, want.data(), rows, numerics);
+                for (int64_t t = 0; t < c.n && numerics == Numerics::native; ++t) {
+                    const ActivationFormat format = activation_format(w.type->type);
+                    std::vector<uint8_t> act(activation_row_bytes(format, cols));
+                    activation_quantizer(format, Isa::scalar)(c.x->data() + t * cols, act.data(), cols);
+                    for (int64_t r = 0; r < rows; ++r)
+                        want[size_t(t * rows + r)] = int_dot_kernel(w.type->type, Isa::scalar)(w.view.row(r), act.data(), cols);
+                }
+                for (size_t i = 0; i < y.size(); ++i)
+                    ASSERT_EQ(bits_of(y[i]), bits_of(want[i])) << w.type->name << " " << c.n << " tokens " << numerics_name(numerics) << " " << i;
+            }
+    }
+}
+
 TEST(IntDotKernel, TypesWithoutIntegerKernelKeepF32Activations) {
     for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
         EXPECT_EQ(int_dot_kernel(tensor::Type::F32, isa), nullptr);

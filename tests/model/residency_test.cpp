@@ -99,7 +99,15 @@ TEST(ExpertCacheWarmUp, LoadsOnlyTheExpertsThatRunHere) {
     const int32_t experts[] = {0, 1};
     const int64_t token_counts[] = {1, 1};
     cache.request(first_moe, experts, token_counts);
-    while (const std::optional<model::ExpertMatrices> m = cache.next()) cache.release(m->expert);
+    for (std::span<const model::ExpertMatrices> taken = cache.take_resident(); !taken.empty();
+         taken = cache.take_resident()) {
+        const std::vector<int32_t> handed_out = [&] {
+            std::vector<int32_t> ids;
+            for (const model::ExpertMatrices& m : taken) ids.push_back(m.expert);
+            return ids;
+        }();
+        for (int32_t expert : handed_out) cache.release(expert);
+    }
     EXPECT_EQ(cache.counters().hits, 1u);
     EXPECT_EQ(cache.counters().misses, 1u);
 }
