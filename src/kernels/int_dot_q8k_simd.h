@@ -17,6 +17,7 @@
 
 #include "kernels/int_dot_q8k.h"
 #include "kernels/int_dot_q8k_formats.h"
+#include "kernels/int_dot_simd.h"
 #include "kernels/quant_unpack.h"
 
 // The decoders and block sums are inlined into each tile, so that a block's registers never go
@@ -500,14 +501,66 @@ void rows_of_tiles(const uint8_t* rows, size_t weight_stride, int64_t n_rows, co
         tile<Format, Products, 1, kTokens>(rows + size_t(r) * weight_stride, weight_stride, act, act_stride, n, y + r, y_stride);
 }
 
-// IntDotTileFn: four tokens at a time, each row with all of them while it is in L1 (prefill);
-// then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2 tokens or one
-// row × 3 tokens.
+// Prefill without AMX: n_tokens (a multiple of 8) in groups of eight, lane t of a row's f32
+// accumulators holding token t, so that a block's eight integer sums take one transposing sum
+// (block_totals) and one fma instead of a horizontal sum and a scalar fma each. Rows go in
+// chunks of four that stay in L1 across the groups; within a group each decoded block serves
+// eight tokens and each block of the eight tokens' activations, in L1, four rows.
+template <typename Format, typename Products>
+void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
+                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    using Block = typename Format::BlockType;
+    constexpr int kChunkRows = 4, kTokens = 8;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kChunkRows) {
+        const int rows = int(n_rows - r0 < kChunkRows ? n_rows - r0 : kChunkRows);
+        const uint8_t* chunk = weights + size_t(r0) * weight_stride;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
+            __m256 acc[kChunkRows], off[kChunkRows];
+            for (int r = 0; r < kChunkRows; ++r) acc[r] = off[r] = _mm256_setzero_ps();
+            for (int64_t b = 0; b < n / 256; ++b) {
+                prefetch_next_tile<Block, kChunkRows>(chunk, weight_stride, b);
+                const ActBlockQ8_K* a[kTokens];
+                for (int t = 0; t < kTokens; ++t) a[t] = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t0 + t) * act_stride) + b;
+                const __m256 d_act = _mm256_setr_ps(a[0]->d, a[1]->d, a[2]->d, a[3]->d, a[4]->d, a[5]->d, a[6]->d, a[7]->d);
+                for (int r = 0; r < rows; ++r) {
+                    const Block& w = reinterpret_cast<const Block*>(chunk + size_t(r) * weight_stride)[b];
+                    Decoded decoded;
+                    Simd<Format>::decode(w, decoded);
+                    __m256i sums[kTokens];
+                    for (int t = 0; t < kTokens; ++t) sums[t] = block_sum<Format, Products>(decoded, *a[t]);
+                    const uint16_t d_bits[4] = {Format::d_bits(w)};
+                    const __m256 d = _mm256_mul_ps(_mm256_broadcastss_ps(weight_factors<Format>(d_bits)), d_act);
+                    acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(int_simd::block_totals(sums)), acc[r]);
+                    if constexpr (Format::kOffset) {
+                        for (int t = 0; t < kTokens; ++t) sums[t] = _mm256_madd_epi16(load32(a[t]->bsums), decoded.mins);
+                        const uint16_t dmin_bits[4] = {Format::dmin_bits(w)};
+                        const __m256 dmin = _mm256_mul_ps(_mm256_broadcastss_ps(weight_factors<Format>(dmin_bits)), d_act);
+                        off[r] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(int_simd::block_totals(sums)), off[r]);
+                    }
+                }
+            }
+            for (int r = 0; r < rows; ++r) {
+                alignas(32) float out[kTokens];
+                _mm256_store_ps(out, _mm256_sub_ps(acc[r], off[r]));
+                for (int t = 0; t < kTokens; ++t) y[(t0 + t) * y_stride + r0 + r] = out[t];
+            }
+        }
+    }
+}
+
+// IntDotTileFn: eight tokens at a time (prefill), then four, each row with all of them while it
+// is in L1; then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2
+// tokens or one row × 3 tokens.
 template <typename Format, typename Products>
 void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* rows = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
+    const int64_t eights = n_tokens / 8 * 8;
+    eight_token_tiles<Format, Products>(rows, weight_stride, n_rows, act, act_stride, eights, n, y, y_stride);
+    act += size_t(eights) * act_stride;
+    y += eights * y_stride;
+    n_tokens -= eights;
     const int64_t t = n_tokens / 4 * 4;
     for (int64_t r = 0; r < n_rows; ++r)
         for (int64_t t4 = 0; t4 < t; t4 += 4)
