@@ -428,6 +428,15 @@ K3_Q8K_INLINE __m128 weight_factors(const uint16_t* f16_bits) {
     return value;
 }
 
+// One block's d (or dmin) in every lane (from a register: an f16 array stored and loaded whole
+// would stall store forwarding).
+template <typename Format>
+K3_Q8K_INLINE __m256 weight_factor_lanes(uint16_t f16_bits) {
+    const __m256 value = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(f16_bits)));
+    if constexpr (Format::kDFactor != 1.0f) return _mm256_mul_ps(value, _mm256_set1_ps(Format::kDFactor));
+    return value;
+}
+
 // Block b of the kRows rows after the tile's, into L2 while the tile's own block is multiplied:
 // the weights stream from memory once, and rows of a few KiB are too short for the hardware
 // prefetcher to run ahead of four interleaved rows (the Q8_0 tiles' reason, int_dot_simd.h).
@@ -528,13 +537,11 @@ void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_r
                     Simd<Format>::decode(w, decoded);
                     __m256i sums[kTokens];
                     for (int t = 0; t < kTokens; ++t) sums[t] = block_sum<Format, Products>(decoded, *a[t]);
-                    const uint16_t d_bits[4] = {Format::d_bits(w)};
-                    const __m256 d = _mm256_mul_ps(_mm256_broadcastss_ps(weight_factors<Format>(d_bits)), d_act);
+                    const __m256 d = _mm256_mul_ps(weight_factor_lanes<Format>(Format::d_bits(w)), d_act);
                     acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(int_simd::block_totals(sums)), acc[r]);
                     if constexpr (Format::kOffset) {
                         for (int t = 0; t < kTokens; ++t) sums[t] = _mm256_madd_epi16(load32(a[t]->bsums), decoded.mins);
-                        const uint16_t dmin_bits[4] = {Format::dmin_bits(w)};
-                        const __m256 dmin = _mm256_mul_ps(_mm256_broadcastss_ps(weight_factors<Format>(dmin_bits)), d_act);
+                        const __m256 dmin = _mm256_mul_ps(weight_factor_lanes<Format>(Format::dmin_bits(w)), d_act);
                         off[r] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(int_simd::block_totals(sums)), off[r]);
                     }
                 }
