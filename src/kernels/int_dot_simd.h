@@ -156,7 +156,10 @@ template <typename F, int kRows>
 // accumulators through the same float steps as a one-row, one-token call, so results are
 // identical. The Level supplies
 //   struct Weight;  static Weight weight(__m256i levels);
-//   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a.
+//   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a;
+//   kPairSums, and where true static __m256i pair_sums(const Weight&, __m256i activation) (16
+//   int16 lanes, each the sum of two products) and static __m256i widen(__m256i pairs) (the 8
+//   int32 sums of neighbouring lanes), product = widen(pair_sums).
 template <typename F, typename Level>
 struct TileBlock {
     template <int kRows, int kTokens>
@@ -283,8 +286,17 @@ struct LanesBlock {
                 for (int k = 0; k < 8; ++k) qs[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * k));
                 const __m256 act_d = _mm256_loadu_ps(a.d);
                 for (int r = 0; r < kRows; ++r) {
-                    __m256i sums = Level::product(wl[r][0], qs[0]);
-                    for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[r][k], qs[k]));
+                    __m256i sums;
+                    if constexpr (Level::kPairSums && 8 * 2 * F::kMaxLevel * 127 <= INT16_MAX) {
+                        // A lane's eight pair sums belong to one block and fit int16 (the small
+                        // levels of MXFP4, Q4_0, Q5_0, Q4_1): one widening instead of eight.
+                        __m256i pairs = Level::pair_sums(wl[r][0], qs[0]);
+                        for (int k = 1; k < 8; ++k) pairs = _mm256_add_epi16(pairs, Level::pair_sums(wl[r][k], qs[k]));
+                        sums = Level::widen(pairs);
+                    } else {
+                        sums = Level::product(wl[r][0], qs[0]);
+                        for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[r][k], qs[k]));
+                    }
                     acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(sums), acc[r][t]);
                     if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], _mm256_loadu_ps(a.s), off[r][t]);
                 }
