@@ -420,10 +420,11 @@ K3_Q8K_INLINE __m128i sums_of_4(const __m256i* s) {
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// Four blocks' d (or dmin): their f16 bits times the format's kDFactor.
+// Four blocks' d (or dmin): their f16 bits times the format's kDFactor. Built from registers:
+// four two-byte stores read back as one load would stall store forwarding.
 template <typename Format>
-K3_Q8K_INLINE __m128 weight_factors(const uint16_t* f16_bits) {
-    const __m128 value = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f16_bits)));
+K3_Q8K_INLINE __m128 weight_factors(const uint16_t (&f16_bits)[4]) {
+    const __m128 value = _mm_cvtph_ps(_mm_setr_epi16(short(f16_bits[0]), short(f16_bits[1]), short(f16_bits[2]), short(f16_bits[3]), 0, 0, 0, 0));
     if constexpr (Format::kDFactor != 1.0f) return _mm_mul_ps(value, _mm_set1_ps(Format::kDFactor));
     return value;
 }
@@ -461,7 +462,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
         prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
         __m256i sums[4] = {}, mins[4] = {};
         uint16_t d_bits[4] = {}, dmin_bits[4] = {};
-        alignas(16) float d_act[4] = {};
+        float d_act[4] = {};
         for (int r = 0; r < kRows; ++r) {
             const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
             Decoded decoded;
@@ -478,7 +479,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
                 }
             }
         }
-        const __m128 da = _mm_load_ps(d_act);
+        const __m128 da = _mm_setr_ps(d_act[0], d_act[1], d_act[2], d_act[3]);
         const __m128 d = _mm_mul_ps(weight_factors<Format>(d_bits), da);
         acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(sums_of_4(sums)), acc);
         if constexpr (Format::kOffset) {
