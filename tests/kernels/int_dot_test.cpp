@@ -307,9 +307,10 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
 }
 
 // The lane kernels at the largest products a row can hold: every block's levels at the type's
-// largest magnitude (bytes all 0x00, 0x80 or 0xff: Q4_0's -8, Q5_0's -16, IQ4_NL's -127, MXFP4's
-// -12, Q4_1's 15, Q5_1's 31, Q8_0's -128) times activations all at +127 or all at -127: where a
-// level sums its int16 pair sums before widening them (int_dot_simd.h), the sums must not wrap.
+// smallest or largest level (bytes all 0x00, 0x77, 0x80 or 0xff: Q4_0's -8 and 7, Q5_0's -16 and
+// 15, IQ4_NL's -127 and 113, MXFP4's ±12, Q4_1's 15, Q5_1's 31, Q8_0's -128) times activations
+// all at +127 or all at -127: where a kernel adds int16 pair sums of the levels (plus a bias)
+// before widening them (int_dot_simd.h), the sums must not wrap.
 TEST_P(IntDot, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
     const int64_t n = 32 * 16;
     const size_t w_bytes = tensor::row_bytes(*traits_, n), act_bytes = activation_row_bytes(format_, n);
@@ -321,7 +322,7 @@ TEST_P(IntDot, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
         activation_quantizer(format_, Isa::scalar)(x.data(), act.data() + t * act_bytes, n);
         pack_act_lanes(format_, act.data() + t * act_bytes, n, lanes.data() + t * groups);
     }
-    for (const uint8_t fill : {uint8_t(0x00), uint8_t(0x80), uint8_t(0xff)}) {
+    for (const uint8_t fill : {uint8_t(0x00), uint8_t(0x77), uint8_t(0x80), uint8_t(0xff)}) {
         std::vector<uint8_t> weights(w_bytes, fill);
         for (int64_t b = 0; b < n / 32; ++b) {
             uint8_t* block = weights.data() + b * traits_->block_bytes;
