@@ -7,11 +7,12 @@
 #   bench/compare_llama_cpp.sh ~/llama.cpp/build/bin/llama-bench /work/tmp/bench.gguf 2
 #
 # THREADS defaults to the number of online CPUs. K3 (default build/k3 beside this script's
-# repository), REPS and K3_ARGS (e.g. --exact) can be set in the environment.
+# repository), REPS, K3_ARGS (e.g. --exact) and K3_ISA (k3's level cap, e.g. avx2; printed
+# with the ISA that ran) can be set in the environment.
 set -euo pipefail
 
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 llama_bench=$1
@@ -43,6 +44,6 @@ k3_pp_m=$(printf '%s\n' "${k3_pp[@]}" | median)
 k3_tg_m=$(printf '%s\n' "${k3_tg[@]}" | median)
 ll_pp_m=$(printf '%s\n' "${ll_pp[@]}" | median)
 ll_tg_m=$(printf '%s\n' "${ll_tg[@]}" | median)
-echo "model $model, $threads threads, medians of $reps; k3: $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa), bandwidth bound \(.bandwidth_bound_fraction)"' <<<"$k3_json")"
+echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa), bandwidth bound \(.bandwidth_bound_fraction)"' <<<"$k3_json")"
 awk -v a="$k3_pp_m" -v b="$ll_pp_m" 'BEGIN { printf "pp512  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx\n", a, b, a / b }'
 awk -v a="$k3_tg_m" -v b="$ll_tg_m" 'BEGIN { printf "tg128  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx\n", a, b, a / b }'

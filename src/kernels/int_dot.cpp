@@ -111,6 +111,7 @@ void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, Act
             }
             const uint8_t* qs = block + block_bytes - 32;
             for (int k = 0; k < 8; ++k) std::memcpy(group.qs + 32 * k + 4 * j, qs + 4 * k, 4);
+            for (int i = 0; i < 32; ++i) group.sums[j] += int8_t(qs[i]);
         }
     }
 }

@@ -51,12 +51,14 @@ using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int
 // Activation rows regrouped for the lane kernels, per group of eight blocks: qs[32k + 4j + i] is
 // block j's element 4k + i, so that 32-bit lane j of every 32 bytes belongs to block j and eight
 // multiply-adds leave each block's integer sum in its own lane, with no horizontal sums (the
-// weights are transposed the same way once per group and row). d and s (Q8_1 only) as f32; zero
-// for blocks past the row's end. Rounded the same, so the lane kernels' results are the tile
-// kernels', bit for bit.
+// weights are transposed the same way once per group and row). d and s (Q8_1 only) as f32, and
+// sums[j] = Σ of block j's levels (for the kernels that take the weights' levels plus a bias as
+// unsigned bytes, int_dot_simd.h); zero for blocks past the row's end. Rounded the same, so the
+// lane kernels' results are the tile kernels', bit for bit.
 struct ActLaneGroup {
     int8_t qs[256];
     float d[8], s[8];
+    int32_t sums[8];
 };
 int64_t act_lane_groups(int64_t n);  // groups of a row of n values
 // Packs one row (n values, activation_format q8_0 or q8_1) into act_lane_groups(n) groups.

@@ -22,9 +22,9 @@ struct Avx2Level {
     };
     static Weight weight(__m256i levels) { return {levels, _mm256_sign_epi8(levels, levels)}; }
     // |w| <= 128 and |a| <= 127, so the int16 pair sums of maddubs cannot saturate.
-    static __m256i product(const Weight& w, __m256i a) {
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(a, w.w)), _mm256_set1_epi16(1));
-    }
+    static constexpr bool kPairSums = true;
+    static __m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+    static __m256i product(const Weight& w, __m256i a) { return widen(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(a, w.w))); }
 };
 
 }  // namespace

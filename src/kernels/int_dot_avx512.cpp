@@ -30,6 +30,7 @@ struct Avx512VnniLevel {
         __m256i w, magnitude;
     };
     static Weight weight(__m256i levels) { return {levels, _mm256_sign_epi8(levels, levels)}; }
+    static constexpr bool kPairSums = false;  // vpdpbusd has none
     static __m256i product(const Weight& w, __m256i a) {
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.magnitude, _mm256_sign_epi8(a, w.w));
     }

@@ -21,37 +21,38 @@ inline uint32_t load_u32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[
 inline int nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4; }
 
 // Members: kBytes (block size in bytes), kScaleE8M0 (else an f16 scale at byte 0), kOffset
-// (an f16 m at byte 2: x = d·q + m), kQsAt (the levels or nibbles), levels(block, q).
+// (an f16 m at byte 2: x = d·q + m), kQsAt (the levels or nibbles), kMaxLevel (the largest |level|
+// a block can hold), levels(block, q).
 struct Q8_0 {
-    static constexpr int kBytes = 34, kQsAt = 2;
+    static constexpr int kBytes = 34, kQsAt = 2, kMaxLevel = 128;
     static constexpr bool kScaleE8M0 = false, kOffset = false;
     static void levels(const uint8_t* b, int8_t* q) {
         for (int j = 0; j < 32; ++j) q[j] = int8_t(b[kQsAt + j]);
     }
 };
 struct Mxfp4 {
-    static constexpr int kBytes = 17, kQsAt = 1;
+    static constexpr int kBytes = 17, kQsAt = 1, kMaxLevel = 12;
     static constexpr bool kScaleE8M0 = true, kOffset = false;
     static void levels(const uint8_t* b, int8_t* q) {
         for (int j = 0; j < 32; ++j) q[j] = tensor::kMxfp4Values[nibble(b + kQsAt, j)];
     }
 };
 struct Q4_0 {
-    static constexpr int kBytes = 18, kQsAt = 2;
+    static constexpr int kBytes = 18, kQsAt = 2, kMaxLevel = 8;
     static constexpr bool kScaleE8M0 = false, kOffset = false;
     static void levels(const uint8_t* b, int8_t* q) {
         for (int j = 0; j < 32; ++j) q[j] = int8_t(nibble(b + kQsAt, j) - 8);
     }
 };
 struct Iq4Nl {
-    static constexpr int kBytes = 18, kQsAt = 2;
+    static constexpr int kBytes = 18, kQsAt = 2, kMaxLevel = 127;
     static constexpr bool kScaleE8M0 = false, kOffset = false;
     static void levels(const uint8_t* b, int8_t* q) {
         for (int j = 0; j < 32; ++j) q[j] = tensor::kIq4nlValues[nibble(b + kQsAt, j)];
     }
 };
 struct Q5_0 {
-    static constexpr int kBytes = 22, kQhAt = 2, kQsAt = 6;
+    static constexpr int kBytes = 22, kQhAt = 2, kQsAt = 6, kMaxLevel = 16;
     static constexpr bool kScaleE8M0 = false, kOffset = false;
     static void levels(const uint8_t* b, int8_t* q) {
         const uint32_t qh = load_u32(b + kQhAt);
@@ -59,14 +60,14 @@ struct Q5_0 {
     }
 };
 struct Q4_1 {
-    static constexpr int kBytes = 20, kQsAt = 4;
+    static constexpr int kBytes = 20, kQsAt = 4, kMaxLevel = 15;
     static constexpr bool kScaleE8M0 = false, kOffset = true;
     static void levels(const uint8_t* b, int8_t* q) {
         for (int j = 0; j < 32; ++j) q[j] = int8_t(nibble(b + kQsAt, j));
     }
 };
 struct Q5_1 {
-    static constexpr int kBytes = 24, kQhAt = 4, kQsAt = 8;
+    static constexpr int kBytes = 24, kQhAt = 4, kQsAt = 8, kMaxLevel = 31;
     static constexpr bool kScaleE8M0 = false, kOffset = true;
     static void levels(const uint8_t* b, int8_t* q) {
         const uint32_t qh = load_u32(b + kQhAt);

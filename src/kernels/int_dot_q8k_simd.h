@@ -17,6 +17,7 @@
 
 #include "kernels/int_dot_q8k.h"
 #include "kernels/int_dot_q8k_formats.h"
+#include "kernels/int_dot_simd.h"
 #include "kernels/quant_unpack.h"
 
 // The decoders and block sums are inlined into each tile, so that a block's registers never go
@@ -419,11 +420,21 @@ K3_Q8K_INLINE __m128i sums_of_4(const __m256i* s) {
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// Four blocks' d (or dmin): their f16 bits times the format's kDFactor.
+// Four blocks' d (or dmin): their f16 bits times the format's kDFactor. Built from registers:
+// four two-byte stores read back as one load would stall store forwarding.
 template <typename Format>
-K3_Q8K_INLINE __m128 weight_factors(const uint16_t* f16_bits) {
-    const __m128 value = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f16_bits)));
+K3_Q8K_INLINE __m128 weight_factors(const uint16_t (&f16_bits)[4]) {
+    const __m128 value = _mm_cvtph_ps(_mm_setr_epi16(short(f16_bits[0]), short(f16_bits[1]), short(f16_bits[2]), short(f16_bits[3]), 0, 0, 0, 0));
     if constexpr (Format::kDFactor != 1.0f) return _mm_mul_ps(value, _mm_set1_ps(Format::kDFactor));
+    return value;
+}
+
+// One block's d (or dmin) in every lane (from a register: an f16 array stored and loaded whole
+// would stall store forwarding).
+template <typename Format>
+K3_Q8K_INLINE __m256 weight_factor_lanes(uint16_t f16_bits) {
+    const __m256 value = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(f16_bits)));
+    if constexpr (Format::kDFactor != 1.0f) return _mm256_mul_ps(value, _mm256_set1_ps(Format::kDFactor));
     return value;
 }
 
@@ -451,7 +462,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
         prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
         __m256i sums[4] = {}, mins[4] = {};
         uint16_t d_bits[4] = {}, dmin_bits[4] = {};
-        alignas(16) float d_act[4] = {};
+        float d_act[4] = {};
         for (int r = 0; r < kRows; ++r) {
             const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
             Decoded decoded;
@@ -468,7 +479,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
                 }
             }
         }
-        const __m128 da = _mm_load_ps(d_act);
+        const __m128 da = _mm_setr_ps(d_act[0], d_act[1], d_act[2], d_act[3]);
         const __m128 d = _mm_mul_ps(weight_factors<Format>(d_bits), da);
         acc = _mm_fmadd_ps(d, _mm_cvtepi32_ps(sums_of_4(sums)), acc);
         if constexpr (Format::kOffset) {
@@ -500,14 +511,64 @@ void rows_of_tiles(const uint8_t* rows, size_t weight_stride, int64_t n_rows, co
         tile<Format, Products, 1, kTokens>(rows + size_t(r) * weight_stride, weight_stride, act, act_stride, n, y + r, y_stride);
 }
 
-// IntDotTileFn: four tokens at a time, each row with all of them while it is in L1 (prefill);
-// then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2 tokens or one
-// row × 3 tokens.
+// Prefill without AMX: n_tokens (a multiple of 8) in groups of eight, lane t of a row's f32
+// accumulators holding token t, so that a block's eight integer sums take one transposing sum
+// (block_totals) and one fma instead of a horizontal sum and a scalar fma each. Rows go in
+// chunks of four that stay in L1 across the groups; within a group each decoded block serves
+// eight tokens and each block of the eight tokens' activations, in L1, four rows.
+template <typename Format, typename Products>
+void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
+                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    using Block = typename Format::BlockType;
+    constexpr int kChunkRows = 4, kTokens = 8;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kChunkRows) {
+        const int rows = int(n_rows - r0 < kChunkRows ? n_rows - r0 : kChunkRows);
+        const uint8_t* chunk = weights + size_t(r0) * weight_stride;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
+            __m256 acc[kChunkRows], off[kChunkRows];
+            for (int r = 0; r < kChunkRows; ++r) acc[r] = off[r] = _mm256_setzero_ps();
+            for (int64_t b = 0; b < n / 256; ++b) {
+                prefetch_next_tile<Block, kChunkRows>(chunk, weight_stride, b);
+                const ActBlockQ8_K* a[kTokens];
+                for (int t = 0; t < kTokens; ++t) a[t] = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t0 + t) * act_stride) + b;
+                const __m256 d_act = _mm256_setr_ps(a[0]->d, a[1]->d, a[2]->d, a[3]->d, a[4]->d, a[5]->d, a[6]->d, a[7]->d);
+                for (int r = 0; r < rows; ++r) {
+                    const Block& w = reinterpret_cast<const Block*>(chunk + size_t(r) * weight_stride)[b];
+                    Decoded decoded;
+                    Simd<Format>::decode(w, decoded);
+                    __m256i sums[kTokens];
+                    for (int t = 0; t < kTokens; ++t) sums[t] = block_sum<Format, Products>(decoded, *a[t]);
+                    const __m256 d = _mm256_mul_ps(weight_factor_lanes<Format>(Format::d_bits(w)), d_act);
+                    acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(int_simd::block_totals(sums)), acc[r]);
+                    if constexpr (Format::kOffset) {
+                        for (int t = 0; t < kTokens; ++t) sums[t] = _mm256_madd_epi16(load32(a[t]->bsums), decoded.mins);
+                        const __m256 dmin = _mm256_mul_ps(weight_factor_lanes<Format>(Format::dmin_bits(w)), d_act);
+                        off[r] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(int_simd::block_totals(sums)), off[r]);
+                    }
+                }
+            }
+            for (int r = 0; r < rows; ++r) {
+                alignas(32) float out[kTokens];
+                _mm256_store_ps(out, _mm256_sub_ps(acc[r], off[r]));
+                for (int t = 0; t < kTokens; ++t) y[(t0 + t) * y_stride + r0 + r] = out[t];
+            }
+        }
+    }
+}
+
+// IntDotTileFn: eight tokens at a time (prefill), then four, each row with all of them while it
+// is in L1; then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2
+// tokens or one row × 3 tokens.
 template <typename Format, typename Products>
 void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* rows = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
+    const int64_t eights = n_tokens / 8 * 8;
+    eight_token_tiles<Format, Products>(rows, weight_stride, n_rows, act, act_stride, eights, n, y, y_stride);
+    act += size_t(eights) * act_stride;
+    y += eights * y_stride;
+    n_tokens -= eights;
     const int64_t t = n_tokens / 4 * 4;
     for (int64_t r = 0; r < n_rows; ++r)
         for (int64_t t4 = 0; t4 < t; t4 += 4)

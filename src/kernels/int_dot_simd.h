@@ -156,7 +156,9 @@ template <typename F, int kRows>
 // accumulators through the same float steps as a one-row, one-token call, so results are
 // identical. The Level supplies
 //   struct Weight;  static Weight weight(__m256i levels);
-//   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a.
+//   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a;
+//   kPairSums, and where true static __m256i widen(__m256i pairs): the 8 int32 sums of
+//   neighbouring int16 lanes (maddubs' pair sums; LanesBlock).
 template <typename F, typename Level>
 struct TileBlock {
     template <int kRows, int kTokens>
@@ -265,26 +267,60 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
     else tile_products<2, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
 }
 
+// The levels plus a bias as the unsigned bytes of maddubs (the lane kernels' Weight where
+// LanesBlock::kUnsignedLevels).
+template <int kBias>
+struct BiasedLevels {
+    using Weight = __m256i;
+    static Weight weight(__m256i levels) { return _mm256_add_epi8(levels, _mm256_set1_epi8(char(kBias))); }
+};
+
 // The tile of TileBlock on lane-packed activations (int_dot.h, ActLaneGroup): each
 // group's weight levels are transposed once per row to the same layout, and a (row, token) pair
 // costs eight products and adds with each block's sum in its own lane, then the same float steps.
 template <typename F, typename Level>
 struct LanesBlock {
+    // On a level with pair sums (AVX2), the formats of small levels take them plus a bias (their
+    // largest magnitude; none for the offset formats, whose levels are unsigned) as unsigned
+    // bytes: one maddubs per product with no sign step, kPairRun pair sums added in int16 (they
+    // stay under 2^15) before one widening, and the bias times the activations' block sums
+    // (ActLaneGroup::sums) taken off once per token.
+    static constexpr int kBias = F::kOffset ? 0 : F::kMaxLevel;
+    static constexpr int kLargest = kBias + F::kMaxLevel;
+    static constexpr bool kUnsignedLevels = Level::kPairSums && kLargest <= 32;
+    static constexpr int kPairRun = 8 * 2 * kLargest * 127 <= INT16_MAX ? 8 : 4;
+    static_assert(!kUnsignedLevels || kPairRun * 2 * kLargest * 127 <= INT16_MAX);
+    using WeightLevel = std::conditional_t<kUnsignedLevels, BiasedLevels<kBias>, Level>;
+
     template <int kRows, int kTokens>
     static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
                              int64_t y_stride) {
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
-            typename Level::Weight wl[kRows][8];
+            typename WeightLevel::Weight wl[kRows][8];
             __m256 w_d[kRows], w_m[kRows];
-            group_weights<F, Level, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);
+            group_weights<F, WeightLevel, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);
             for (int t = 0; t < kTokens; ++t) {
                 const ActLaneGroup& a = reinterpret_cast<const ActLaneGroup*>(act + size_t(t) * act_stride)[b / 8];
                 __m256i qs[8];
                 for (int k = 0; k < 8; ++k) qs[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * k));
                 const __m256 act_d = _mm256_loadu_ps(a.d);
+                __m256i bias_sums = _mm256_setzero_si256();
+                if constexpr (kUnsignedLevels && kBias != 0)
+                    bias_sums = _mm256_mullo_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.sums)), _mm256_set1_epi32(kBias));
                 for (int r = 0; r < kRows; ++r) {
-                    __m256i sums = Level::product(wl[r][0], qs[0]);
-                    for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[r][k], qs[k]));
+                    __m256i sums;
+                    if constexpr (kUnsignedLevels) {
+                        sums = _mm256_setzero_si256();
+                        for (int k0 = 0; k0 < 8; k0 += kPairRun) {
+                            __m256i pairs = _mm256_maddubs_epi16(wl[r][k0], qs[k0]);
+                            for (int k = k0 + 1; k < k0 + kPairRun; ++k) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wl[r][k], qs[k]));
+                            sums = _mm256_add_epi32(sums, Level::widen(pairs));
+                        }
+                        sums = _mm256_sub_epi32(sums, bias_sums);
+                    } else {
+                        sums = Level::product(wl[r][0], qs[0]);
+                        for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[r][k], qs[k]));
+                    }
                     acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(sums), acc[r][t]);
                     if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], _mm256_loadu_ps(a.s), off[r][t]);
                 }

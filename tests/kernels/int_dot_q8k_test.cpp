@@ -185,14 +185,15 @@ TEST_P(IntDotQ8K, MultiTokenKernelsAndMatmulEqualTheReference) {
     expect_matmul_bits({traits_, info->data, n, rows, w_bytes}, x, {1, 2, tokens}, want);
 }
 
-// Every row count 1-9 by every token count 1-6 of the tile kernels (decode's four-row tiles and
-// prefill's four-token tiles with each remainder), rows 1025 bytes apart (unaligned blocks):
+// Every row count 1-9 by every token count 1-19 of the tile kernels (decode's four-row tiles,
+// prefill's eight-token groups in four-row chunks, and its four-token tiles, with each remainder),
+// rows 1025 bytes apart (unaligned blocks):
 // each (row, token) gets exactly the reference's value and nothing outside the tile is written.
 TEST_P(IntDotQ8K, TileKernelsEqualTheReferenceAtEveryRowAndTokenCount) {
     const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
     const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
     ASSERT_NE(info, nullptr);
-    const int64_t n = 2 * kCols, max_rows = 9, max_tokens = 6;
+    const int64_t n = 2 * kCols, max_rows = 9, max_tokens = 19;
     const size_t w_bytes = tensor::row_bytes(*traits_, n), w_stride = w_bytes + 1;
     std::vector<uint8_t> weights(w_stride * max_rows);
     for (int64_t r = 0; r < max_rows; ++r) std::memcpy(weights.data() + r * w_stride, info->data + r * w_bytes, w_bytes);

@@ -306,6 +306,45 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
     expect_matmul_is_reference(weights.data(), w_bytes, rows, x.data(), act.data(), n, {1, 2, tokens});
 }
 
+// The lane kernels at the largest products a row can hold: every block's levels at the type's
+// smallest or largest level (bytes all 0x00, 0x77, 0x80 or 0xff: Q4_0's -8 and 7, Q5_0's -16 and
+// 15, IQ4_NL's -127 and 113, MXFP4's ±12, Q4_1's 15, Q5_1's 31, Q8_0's -128) times activations
+// all at +127 or all at -127: where a kernel adds int16 pair sums of the levels (plus a bias)
+// before widening them (int_dot_simd.h), the sums must not wrap.
+TEST_P(IntDot, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
+    const int64_t n = 32 * 16;
+    const size_t w_bytes = tensor::row_bytes(*traits_, n), act_bytes = activation_row_bytes(format_, n);
+    const int64_t groups = act_lane_groups(n);
+    std::vector<uint8_t> act(act_bytes * 2);
+    std::vector<ActLaneGroup> lanes(size_t(groups * 2));
+    for (int t = 0; t < 2; ++t) {
+        const std::vector<float> x(size_t(n), t == 0 ? 1.0f : -1.0f);
+        activation_quantizer(format_, Isa::scalar)(x.data(), act.data() + t * act_bytes, n);
+        pack_act_lanes(format_, act.data() + t * act_bytes, n, lanes.data() + t * groups);
+    }
+    for (const uint8_t fill : {uint8_t(0x00), uint8_t(0x77), uint8_t(0x80), uint8_t(0xff)}) {
+        std::vector<uint8_t> weights(w_bytes, fill);
+        for (int64_t b = 0; b < n / 32; ++b) {
+            uint8_t* block = weights.data() + b * traits_->block_bytes;
+            if (traits_->type == tensor::Type::MXFP4) {
+                block[0] = 127;  // 2^0
+                continue;
+            }
+            const int fields = traits_->type == tensor::Type::Q4_1 || traits_->type == tensor::Type::Q5_1 ? 2 : 1;
+            const uint16_t h = tensor::f32_to_f16(0.01f);
+            for (int f = 0; f < fields; ++f) std::memcpy(block + 2 * f, &h, 2);
+        }
+        for (Isa isa : simd_levels()) {
+            std::vector<float> y(2);
+            int_dot_lanes_kernel(traits_->type, isa)(weights.data(), w_bytes, 1, lanes.data(), size_t(groups) * sizeof(ActLaneGroup), 2,
+                                                     n, y.data(), 1);
+            for (int t = 0; t < 2; ++t)
+                ASSERT_EQ(bits_of(y[size_t(t)]), bits_of(reference_(weights.data(), act.data() + t * act_bytes, n)))
+                    << isa_name(isa) << " bytes 0x" << std::hex << int(fill) << std::dec << ", token " << t;
+        }
+    }
+}
+
 // The AMX tile kernel gives every (row, token) exactly the scalar reference's value for row
 // counts around its 16-row tiles and token counts around its 16-token groups, on random block
 // bytes (every level and sign, Q8_0's -128) and row widths that leave each of the eight slots
