@@ -50,11 +50,11 @@ size_t probe_bytes() {
 }
 
 // Read bandwidth in bytes/s: a pool of the run's n_threads threads summing chunks of a buffer of
-// probe_bytes(), claimed as a matmul's tiles are, so that a thread the scheduler holds back does
+// `bytes`, claimed as a matmul's tiles are, so that a thread the scheduler holds back does
 // not leave its share unread; the best of 8 passes, so that a pass slowed by another process
 // does not count.
-double measure_read_bandwidth(int n_threads) {
-    const size_t n = probe_bytes() / sizeof(uint64_t);
+double measure_read_bandwidth(int n_threads, size_t bytes) {
+    const size_t n = bytes / sizeof(uint64_t);
     std::vector<uint64_t> buffer(n, 1);
     kernels::ThreadPool pool(n_threads);
     const size_t n_chunks = size_t(n_threads) * 16, chunk = (n + n_chunks - 1) / n_chunks;
@@ -157,7 +157,7 @@ int run_bench(int argc, char** argv) {
     const bool probe_beside_model = n_gen > 0 && !collective && !engine->expert_cache_counters() &&
                                     (!limit || status_bytes("VmRSS:") + probe_bytes() <= limit->bytes) &&
                                     restart_peak_resident();
-    double bandwidth = probe_beside_model ? measure_read_bandwidth(n_threads) : 0.0;
+    double bandwidth = probe_beside_model ? measure_read_bandwidth(n_threads, probe_bytes()) : 0.0;
     if (probe_beside_model) restart_peak_resident();
     // The expert cache over the timed generation steps (with a budget): hits, disk reads, I/O waits.
     double tg_seconds = 0.0, tg_wait_seconds = 0.0;
@@ -226,7 +226,14 @@ int run_bench(int argc, char** argv) {
     if (!probe_beside_model) {
         engine.reset();
         if (collective) gathered(0.0);  // a barrier: the ranks probe at once
-        bandwidth = measure_read_bandwidth(n_threads);
+        // Under a memory limit, at most half of what the process leaves of it: a cap below the
+        // buffer would kill the run (the 60% caps of bench/run_capped.sh do).
+        size_t bytes = probe_bytes();
+        if (limit) {
+            const uint64_t resident = status_bytes("VmRSS:");
+            bytes = std::min<size_t>(bytes, limit->bytes > resident ? (limit->bytes - resident) / 2 : 0);
+        }
+        bandwidth = measure_read_bandwidth(n_threads, std::max(bytes, size_t(64) << 20));
         if (collective) {
             const std::vector<double> rates = gathered(bandwidth);
             bandwidth = std::accumulate(rates.begin(), rates.end(), 0.0);
