@@ -189,6 +189,7 @@ void Scheduler::admit_locked(std::vector<std::unique_ptr<Slot>>& active) {
         auto slot = std::make_unique<Slot>(std::move(queue_.front()), id, sessions_[size_t(id)].get());
         queue_.pop_front();
         free_ids_.pop_back();
+        slot->summary.slot = id;
         slot->summary.n_prompt = int64_t(slot->pending->request.prompt.size());
         slot->summary.queue_ms = ms_between(slot->pending->submitted, Clock::now());
         active.push_back(std::move(slot));

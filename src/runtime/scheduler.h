@@ -58,6 +58,7 @@ struct GenerationSummary {
     JobOutcome outcome = JobOutcome::finished;
     FinishReason finish = FinishReason::length;  // when finished
     std::string error;
+    int slot = -1;                 // the slot that ran it (-1: none, e.g. refused while queued)
     int64_t n_prompt = 0;
     int64_t n_cached = 0;          // prompt tokens resumed from the prompt cache
     int64_t n_generated = 0;       // tokens delivered to on_token

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <thread>
@@ -190,17 +191,24 @@ TEST_F(SchedulerTest, RequestsResumeFromTheCacheWithSeveralSlotsBusy) {
         next.boundaries = {system};
         ASSERT_NE(scheduler.submit(next, sinks.back()), nullptr);
     }
+    std::vector<int> used_slots;
     for (size_t k = 0; k < 3; ++k) {
         const GenerationSummary summary = sinks[k]->wait();
+        EXPECT_TRUE(summary.slot >= 0 && summary.slot < 3) << "the slot that ran it: " << summary.slot;
+        used_slots.push_back(summary.slot);
         EXPECT_EQ(summary.n_cached, system / 16 * 16) << "the system prompt's checkpoint";
         // The same greedy tokens as the prompt computed cold.
         EXPECT_EQ(sinks[k]->tokens(), greedy_cold(*engine_, conversation(cases, questions[k]), 8))
             << "question " << questions[k];
     }
     EXPECT_EQ(scheduler.stats().cached_prompt_tokens, uint64_t(3 * (system / 16 * 16)));
+    // Every slot a question ran on keeps a conversation's tokens (which slots they were depends
+    // on timing: a question that ends before the next is submitted leaves its slot to it).
     for (const runtime::SlotInfo& slot : scheduler.slots()) {
         EXPECT_FALSE(slot.processing);
-        EXPECT_GT(slot.n_tokens, system) << "slot " << slot.id << " keeps its tokens";
+        if (std::find(used_slots.begin(), used_slots.end(), slot.id) != used_slots.end()) {
+            EXPECT_GT(slot.n_tokens, system) << "slot " << slot.id << " keeps its tokens";
+        }
     }
 
     // cache_prompt false: computed from nothing.
