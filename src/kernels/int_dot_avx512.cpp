@@ -34,6 +34,8 @@ struct Avx512VnniLevel {
     static __m256i product(const Weight& w, __m256i a) {
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.magnitude, _mm256_sign_epi8(a, w.w));
     }
+    // The lane kernels' product of unsigned (biased) levels, added to acc.
+    static __m256i dot_unsigned(__m256i acc, __m256i levels, __m256i a) { return _mm256_dpbusd_epi32(acc, levels, a); }
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -241,8 +242,8 @@ void split_rows(int64_t n_rows, Rows rows) {
     for (; r < n_rows; ++r) rows(std::integral_constant<int, 1>{}, r);
 }
 
-// The products of n_rows by n_tokens through BlockOf::run<kRows, kTokens> tiles (TileBlock or
-// LanesBlock), kRows rows at a time.
+// The products of n_rows by n_tokens through BlockOf::run<kRows, kTokens> tiles (TileBlock),
+// kRows rows at a time.
 template <int kRows, typename BlockOf>
 void tile_products(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride,
                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
@@ -275,31 +276,64 @@ struct BiasedLevels {
     static Weight weight(__m256i levels) { return _mm256_add_epi8(levels, _mm256_set1_epi8(char(kBias))); }
 };
 
-// The tile of TileBlock on lane-packed activations (int_dot.h, ActLaneGroup): each
-// group's weight levels are transposed once per row to the same layout, and a (row, token) pair
-// costs eight products and adds with each block's sum in its own lane, then the same float steps.
+// The tile of TileBlock on lane-packed activations (int_dot.h, ActLaneGroup), for prefill: a
+// call's groups outermost, so that each group's weight levels are decoded and transposed to the
+// lane layout once per row for all of the call's tokens (up to kTokenChunk), and a (row, token)
+// pair costs eight products and adds with each block's sum in its own lane, then the same float
+// steps into accumulators kept in memory across the groups (a load and a store per group).
 template <typename F, typename Level>
 struct LanesBlock {
-    // On a level with pair sums (AVX2), the formats of small levels take them plus a bias (their
-    // largest magnitude; none for the offset formats, whose levels are unsigned) as unsigned
-    // bytes: one maddubs per product with no sign step, kPairRun pair sums added in int16 (they
-    // stay under 2^15) before one widening, and the bias times the activations' block sums
-    // (ActLaneGroup::sums) taken off once per token.
-    static constexpr int kBias = F::kOffset ? 0 : F::kMaxLevel;
+    // The weights' levels plus a bias as unsigned bytes, with the bias times the activations'
+    // block sums (ActLaneGroup::sums) taken off once per token and group, so that no product
+    // needs a sign step. Without pair sums (VNNI's vpdpbusd adds four byte products in int32)
+    // every format takes the bias 128, which maps any int8 level into [0, 255]. With them
+    // (AVX2's maddubs) only the formats of small levels can, biased by their largest magnitude:
+    // one maddubs per product, kPairRun pair sums added in int16 (they stay under 2^15) before
+    // one widening. The offset formats' levels are unsigned already (bias 0).
+    static constexpr int kBias = F::kOffset ? 0 : Level::kPairSums ? F::kMaxLevel : 128;
     static constexpr int kLargest = kBias + F::kMaxLevel;
-    static constexpr bool kUnsignedLevels = Level::kPairSums && kLargest <= 32;
+    static constexpr bool kUnsignedLevels = !Level::kPairSums || kLargest <= 32;
     static constexpr int kPairRun = 8 * 2 * kLargest * 127 <= INT16_MAX ? 8 : 4;
-    static_assert(!kUnsignedLevels || kPairRun * 2 * kLargest * 127 <= INT16_MAX);
+    static_assert(!Level::kPairSums || !kUnsignedLevels || kPairRun * 2 * kLargest * 127 <= INT16_MAX);
+    static_assert(kLargest <= 256);
     using WeightLevel = std::conditional_t<kUnsignedLevels, BiasedLevels<kBias>, Level>;
+    // The tokens of one call: their accumulators live on the stack.
+    static constexpr int64_t kTokenChunk = 16;
 
-    template <int kRows, int kTokens>
-    static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
-                             int64_t y_stride) {
-        tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
+    // Group b's integer block sums of row r's weights wl with the token's activations qs.
+    [[gnu::always_inline]] static __m256i block_sums(const typename WeightLevel::Weight (&wl)[8], const __m256i (&qs)[8],
+                                                     __m256i bias_sums) {
+        if constexpr (kUnsignedLevels && !Level::kPairSums) {
+            __m256i sums = Level::dot_unsigned(_mm256_setzero_si256(), wl[0], qs[0]);
+            for (int k = 1; k < 8; ++k) sums = Level::dot_unsigned(sums, wl[k], qs[k]);
+            return _mm256_sub_epi32(sums, bias_sums);
+        } else if constexpr (kUnsignedLevels) {
+            __m256i sums = _mm256_setzero_si256();
+            for (int k0 = 0; k0 < 8; k0 += kPairRun) {
+                __m256i pairs = _mm256_maddubs_epi16(wl[k0], qs[k0]);
+                for (int k = k0 + 1; k < k0 + kPairRun; ++k) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wl[k], qs[k]));
+                sums = _mm256_add_epi32(sums, Level::widen(pairs));
+            }
+            return _mm256_sub_epi32(sums, bias_sums);
+        } else {
+            __m256i sums = Level::product(wl[0], qs[0]);
+            for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[k], qs[k]));
+            return sums;
+        }
+    }
+
+    // kRows weight rows times n_tokens <= kTokenChunk lane-packed activation rows.
+    template <int kRows>
+    static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n_tokens, int64_t n,
+                    float* y, int64_t y_stride) {
+        __m256 acc[kTokenChunk][kRows], off[F::kOffset ? kTokenChunk : 1][kRows];
+        for (int64_t t = 0; t < n_tokens; ++t)
+            for (int r = 0; r < kRows; ++r) acc[t][r] = off[F::kOffset ? t : 0][r] = _mm256_setzero_ps();
+        const auto group = [&](int64_t b, int count) __attribute__((always_inline)) {
             typename WeightLevel::Weight wl[kRows][8];
             __m256 w_d[kRows], w_m[kRows];
             group_weights<F, WeightLevel, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);
-            for (int t = 0; t < kTokens; ++t) {
+            for (int64_t t = 0; t < n_tokens; ++t) {
                 const ActLaneGroup& a = reinterpret_cast<const ActLaneGroup*>(act + size_t(t) * act_stride)[b / 8];
                 __m256i qs[8];
                 for (int k = 0; k < 8; ++k) qs[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs + 32 * k));
@@ -308,33 +342,36 @@ struct LanesBlock {
                 if constexpr (kUnsignedLevels && kBias != 0)
                     bias_sums = _mm256_mullo_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.sums)), _mm256_set1_epi32(kBias));
                 for (int r = 0; r < kRows; ++r) {
-                    __m256i sums;
-                    if constexpr (kUnsignedLevels) {
-                        sums = _mm256_setzero_si256();
-                        for (int k0 = 0; k0 < 8; k0 += kPairRun) {
-                            __m256i pairs = _mm256_maddubs_epi16(wl[r][k0], qs[k0]);
-                            for (int k = k0 + 1; k < k0 + kPairRun; ++k) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(wl[r][k], qs[k]));
-                            sums = _mm256_add_epi32(sums, Level::widen(pairs));
-                        }
-                        sums = _mm256_sub_epi32(sums, bias_sums);
-                    } else {
-                        sums = Level::product(wl[r][0], qs[0]);
-                        for (int k = 1; k < 8; ++k) sums = _mm256_add_epi32(sums, Level::product(wl[r][k], qs[k]));
-                    }
-                    acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(sums), acc[r][t]);
-                    if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m[r], _mm256_loadu_ps(a.s), off[r][t]);
+                    const __m256i sums = block_sums(wl[r], qs, bias_sums);
+                    acc[t][r] = _mm256_fmadd_ps(_mm256_mul_ps(w_d[r], act_d), _mm256_cvtepi32_ps(sums), acc[t][r]);
+                    if constexpr (F::kOffset) off[t][r] = _mm256_fmadd_ps(w_m[r], _mm256_loadu_ps(a.s), off[t][r]);
                 }
             }
-        });
+        };
+        // Full groups with a constant count, so that its tests fold away.
+        const int64_t n_blocks = n / 32;
+        int64_t b = 0;
+        for (; b + 8 <= n_blocks; b += 8) group(b, 8);
+        if (b < n_blocks) group(b, int(n_blocks - b));
+        for (int64_t t = 0; t < n_tokens; ++t)
+            for (int r = 0; r < kRows; ++r)
+                y[t * y_stride + r] = F::kOffset ? reduce8(acc[t][r]) + reduce8(off[t][r]) : reduce8(acc[t][r]);
     }
 };
 
-// Two rows per tile.
+// Two rows per tile, the tokens in chunks of LanesBlock::kTokenChunk.
 template <typename F, typename Level>
 void int_dot_lanes(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
-    tile_products<2, LanesBlock<F, Level>>(static_cast<const uint8_t*>(weight_rows), weight_stride, n_rows,
-                                           static_cast<const uint8_t*>(act_rows), act_stride, n_tokens, n, y, y_stride);
+    using Block = LanesBlock<F, Level>;
+    const auto* w = static_cast<const uint8_t*>(weight_rows);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    split_rows<2>(n_rows, [&](auto rows, int64_t r) {
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += Block::kTokenChunk)
+            Block::template run<decltype(rows)::value>(w + size_t(r) * weight_stride, weight_stride, act + size_t(t0) * act_stride,
+                                                       act_stride, std::min(Block::kTokenChunk, n_tokens - t0), n,
+                                                       y + t0 * y_stride + r, y_stride);
+    });
 }
 
 }  // namespace

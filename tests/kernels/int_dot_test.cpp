@@ -251,10 +251,11 @@ TEST_P(IntDot, EqualsScalarReferenceOnRandomBlocks) {
 }
 
 // The tile and lane kernels give every (row, token) exactly the single-token kernel's value, for
-// every count of rows and tokens around the tile sizes (up to four of each); matmul's native path gives
-// every (token, row) exactly the scalar reference's value.
+// every count of rows and tokens around the tile sizes (up to four of each, and past the lane
+// kernels' chunk of 16 tokens); matmul's native path gives every (token, row) exactly the scalar
+// reference's value.
 TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
-    const int64_t n = 32 * 20, rows = 24, tokens = 9;
+    const int64_t n = 32 * 20, rows = 24, tokens = 18;
     std::mt19937 rng(5);
     std::vector<uint8_t> weights(tensor::row_bytes(*traits_, n) * rows);
     const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
