@@ -304,9 +304,14 @@ struct LanesBlock {
     [[gnu::always_inline]] static __m256i block_sums(const typename WeightLevel::Weight (&wl)[8], const __m256i (&qs)[8],
                                                      __m256i bias_sums) {
         if constexpr (kUnsignedLevels && !Level::kPairSums) {
-            __m256i sums = Level::dot_unsigned(_mm256_setzero_si256(), wl[0], qs[0]);
-            for (int k = 1; k < 8; ++k) sums = Level::dot_unsigned(sums, wl[k], qs[k]);
-            return _mm256_sub_epi32(sums, bias_sums);
+            // Two chains of four, so that the products' latency overlaps.
+            __m256i even = Level::dot_unsigned(_mm256_setzero_si256(), wl[0], qs[0]);
+            __m256i odd = Level::dot_unsigned(_mm256_setzero_si256(), wl[1], qs[1]);
+            for (int k = 2; k < 8; k += 2) {
+                even = Level::dot_unsigned(even, wl[k], qs[k]);
+                odd = Level::dot_unsigned(odd, wl[k + 1], qs[k + 1]);
+            }
+            return _mm256_sub_epi32(_mm256_add_epi32(even, odd), bias_sums);
         } else if constexpr (kUnsignedLevels) {
             __m256i sums = _mm256_setzero_si256();
             for (int k0 = 0; k0 < 8; k0 += kPairRun) {
@@ -359,14 +364,15 @@ struct LanesBlock {
     }
 };
 
-// Two rows per tile, the tokens in chunks of LanesBlock::kTokenChunk.
+// Four rows per tile (measured faster than two at both levels: each token's activations are
+// loaded once for more rows), the tokens in chunks of LanesBlock::kTokenChunk.
 template <typename F, typename Level>
 void int_dot_lanes(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     using Block = LanesBlock<F, Level>;
     const auto* w = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
-    split_rows<2>(n_rows, [&](auto rows, int64_t r) {
+    split_rows<4>(n_rows, [&](auto rows, int64_t r) {
         for (int64_t t0 = 0; t0 < n_tokens; t0 += Block::kTokenChunk)
             Block::template run<decltype(rows)::value>(w + size_t(r) * weight_stride, weight_stride, act + size_t(t0) * act_stride,
                                                        act_stride, std::min(Block::kTokenChunk, n_tokens - t0), n,
