@@ -460,9 +460,16 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
         prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
-        __m256i sums[4] = {}, mins[4] = {};
-        uint16_t d_bits[4] = {}, dmin_bits[4] = {};
-        float d_act[4] = {};
+        // Each lane is set once (the lanes past the tile's zeroed one by one: an aggregate's
+        // zero-initialisation compiled to two rep stos per block, a sixth of decode's time).
+        __m256i sums[4], mins[4];
+        uint16_t d_bits[4], dmin_bits[4];
+        float d_act[4];
+        for (int lane = kRows * kTokens; lane < 4; ++lane) {
+            sums[lane] = mins[lane] = _mm256_setzero_si256();
+            d_bits[lane] = dmin_bits[lane] = 0;
+            d_act[lane] = 0.0f;
+        }
         for (int r = 0; r < kRows; ++r) {
             const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
             Decoded decoded;
