@@ -67,19 +67,26 @@ inline float reduce8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
+// The scales below are built in registers: eight small stores read back as one load stall store
+// forwarding (measured: that stall was half of MXFP4 decode's time).
+
 // `count` (<= 8) f16 fields, `stride` bytes apart, as f32 lanes (zeros after count).
 inline __m256 f16_lanes(const uint8_t* first, size_t stride, int count) {
-    alignas(16) uint16_t bits[8] = {};
-    for (int j = 0; j < count; ++j) std::memcpy(&bits[j], first + size_t(j) * stride, 2);
-    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(bits)));
+    const auto field = [&](int j) -> short { return j < count ? short(int_formats::load_u16(first + size_t(j) * stride)) : short(0); };
+    return _mm256_cvtph_ps(_mm_setr_epi16(field(0), field(1), field(2), field(3), field(4), field(5), field(6), field(7)));
 }
 
+// The blocks' scales as f32 lanes (zeros after count); E8M0 as mxfp4_half_scale builds it.
 template <typename F>
 inline __m256 weight_scales(const uint8_t* w, int count) {
     if constexpr (F::kScaleE8M0) {
-        alignas(32) float s[8] = {};
-        for (int j = 0; j < count; ++j) s[j] = mxfp4_half_scale(w[j * F::kBytes]);
-        return _mm256_load_ps(s);
+        const auto e = [&](int j) -> int { return j < count ? w[j * F::kBytes] : 0; };
+        const __m256i v = _mm256_setr_epi32(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
+        const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
+        const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
+        const __m256i bits = _mm256_blendv_epi8(normal, subnormal, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), v));
+        const __m256i present = _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        return _mm256_castsi256_ps(_mm256_and_si256(bits, present));
     } else {
         return f16_lanes(w, F::kBytes, count);
     }
