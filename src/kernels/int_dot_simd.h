@@ -71,14 +71,14 @@ inline float reduce8(__m256 v) {
 // forwarding (measured: that stall was half of MXFP4 decode's time).
 
 // `count` (<= 8) f16 fields, `stride` bytes apart, as f32 lanes (zeros after count).
-inline __m256 f16_lanes(const uint8_t* first, size_t stride, int count) {
+[[gnu::always_inline]] inline __m256 f16_lanes(const uint8_t* first, size_t stride, int count) {
     const auto field = [&](int j) -> short { return j < count ? short(int_formats::load_u16(first + size_t(j) * stride)) : short(0); };
     return _mm256_cvtph_ps(_mm_setr_epi16(field(0), field(1), field(2), field(3), field(4), field(5), field(6), field(7)));
 }
 
 // The blocks' scales as f32 lanes (zeros after count); E8M0 as mxfp4_half_scale builds it.
 template <typename F>
-inline __m256 weight_scales(const uint8_t* w, int count) {
+[[gnu::always_inline]] inline __m256 weight_scales(const uint8_t* w, int count) {
     if constexpr (F::kScaleE8M0) {
         const auto e = [&](int j) -> int { return j < count ? w[j * F::kBytes] : 0; };
         const __m256i v = _mm256_setr_epi32(e(0), e(1), e(2), e(3), e(4), e(5), e(6), e(7));
