@@ -1,5 +1,6 @@
-// AVX-512 VNNI integer kernels: one vpdpbusd per block (|w| as unsigned times a with w's sign).
-// The float combination is int_dot.h's, on eight lanes. Only called when CPUID reports AVX-512
+// AVX-512 VNNI integer kernels: one vpdpbusd per block (|w| as unsigned times a with w's sign;
+// the lane kernels take the levels biased to unsigned instead, int_dot_simd.h). The float
+// combination is int_dot.h's, on eight lanes. Only called when CPUID reports AVX-512
 // F/BW/VL and VNNI (int_dot.cpp).
 // GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands by
 // self-initialization, which -Wuninitialized reports at every inlined use.
@@ -23,8 +24,9 @@ namespace {
 
 // The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (Two blocks
 // per 512-bit register measured slower: the inserts and mask moves cost more than they save.
-// Offsetting the activations to unsigned instead of the sign step measured slower too: the
-// offset's correction costs a horizontal sum per weight block.)
+// In the row and tile kernels, offsetting the activations to unsigned instead of the sign step
+// measured slower too: the offset's correction costs a horizontal sum per weight block; the lane
+// kernels have each block's sum in its own lane and take it off once per group.)
 struct Avx512VnniLevel {
     struct Weight {
         __m256i w, magnitude;
