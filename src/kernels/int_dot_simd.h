@@ -302,7 +302,7 @@ struct LanesBlock {
     static constexpr bool kUnsignedLevels = !Level::kPairSums || kLargest <= 32;
     static constexpr int kPairRun = 8 * 2 * kLargest * 127 <= INT16_MAX ? 8 : 4;
     static_assert(!Level::kPairSums || !kUnsignedLevels || kPairRun * 2 * kLargest * 127 <= INT16_MAX);
-    static_assert(kLargest <= 256);
+    static_assert(F::kMaxLevel <= 128);  // int8 levels: level + 128 is a byte
     using WeightLevel = std::conditional_t<kUnsignedLevels, BiasedLevels<kBias>, Level>;
     // The tokens of one call: their accumulators live on the stack.
     static constexpr int64_t kTokenChunk = 16;
