@@ -86,6 +86,8 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa) {
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa) {
     const IntDotTileKernels* tiles = tile_kernels_for(isa);
     const IntDotEntry* entry = entry_of(weight);
+    if (tiles && !entry)  // the 256-value formats
+        return tiles == &avx512_int_dot_tile_kernels() ? avx512_q8k_int_dot_lanes(weight) : avx2_q8k_int_dot_lanes(weight);
     return tiles && entry && entry->lanes ? tiles->*entry->lanes : nullptr;
 }
 
@@ -94,6 +96,19 @@ IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight) { return int_dot_lanes_k
 int64_t act_lane_groups(int64_t n) { return (n / 32 + 7) / 8; }
 
 void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out) {
+    if (format == ActivationFormat::q8_K) {
+        const auto* blocks = static_cast<const ActBlockQ8_K*>(act_row);
+        for (int64_t g = 0; g < n / 256; ++g) {
+            ActLaneGroup& group = out[g];
+            group = {};
+            for (int j = 0; j < 8; ++j) {
+                group.d[j] = blocks[g].d;
+                for (int k = 0; k < 8; ++k) std::memcpy(group.qs + 32 * k + 4 * j, blocks[g].qs + 32 * j + 4 * k, 4);
+            }
+            std::memcpy(group.bsums, blocks[g].bsums, sizeof(group.bsums));
+        }
+        return;
+    }
     const auto* bytes = static_cast<const uint8_t*>(act_row);
     const size_t block_bytes = activation_block_bytes(format);
     const int64_t n_blocks = n / 32;

@@ -53,15 +53,19 @@ using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int
 // multiply-adds leave each block's integer sum in its own lane, with no horizontal sums (the
 // weights are transposed the same way once per group and row). d and s (Q8_1 only) as f32, and
 // sums[j] = Σ of block j's levels (for the kernels that take the weights' levels plus a bias as
-// unsigned bytes, int_dot_simd.h); zero for blocks past the row's end. Rounded the same, so the
-// lane kernels' results are the tile kernels', bit for bit.
+// unsigned bytes, int_dot_simd.h); zero for blocks past the row's end. A Q8_K block is one group,
+// its 32-value sub-blocks the eight "blocks": lane j sums sub-block j, whose two 16-value slots
+// are its elements 4k + i with k < 4 and with k >= 4; every d[j] is the block's d, and bsums
+// (Q8_K only, in place of sums) its 16 slot sums. Rounded the same, so the lane kernels' results
+// are the tile kernels', bit for bit.
 struct ActLaneGroup {
     int8_t qs[256];
     float d[8], s[8];
     int32_t sums[8];
+    int16_t bsums[16];
 };
 int64_t act_lane_groups(int64_t n);  // groups of a row of n values
-// Packs one row (n values, activation_format q8_0 or q8_1) into act_lane_groups(n) groups.
+// Packs one row (n values, activation_format q8_0, q8_1 or q8_K) into act_lane_groups(n) groups.
 void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out);
 // IntDotTileFn's product with act_rows packed (ActLaneGroup rows, act_stride bytes apart), for
 // prefill: y[t * y_stride + r] = IntDotFn(row r, token t, n), bit for bit.

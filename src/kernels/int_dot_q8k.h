@@ -19,6 +19,10 @@ IntDotFn avx512_q8k_int_dot(tensor::Type weight);  // AVX-512 VL + VNNI
 // The tile kernels of the SIMD levels (IntDotTileFn), for the same types.
 IntDotTileFn avx2_q8k_int_dot_tile(tensor::Type weight);
 IntDotTileFn avx512_q8k_int_dot_tile(tensor::Type weight);
+// The lane kernels (IntDotLanesFn) of the formats whose levels are unsigned bytes (Q2_K…Q6_K),
+// null for the others.
+IntDotLanesFn avx2_q8k_int_dot_lanes(tensor::Type weight);
+IntDotLanesFn avx512_q8k_int_dot_lanes(tensor::Type weight);
 // AMX (int_dot_q8k_amx.cpp): int_dot.h's AMX kernel and its packing for these types.
 IntDotAmxFn amx_q8k_int_dot(tensor::Type weight);
 size_t amx_q8k_group_bytes(int64_t n);

@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -68,7 +69,9 @@ inline void two_bit_levels(const uint8_t* qs, __m256i* q) {
 }
 
 // Per format: kLevels, kBiasShift (levels stored as level + 2^shift, the bias taken off with
-// the activation's slot sums; negative: none) and decode(block, Decoded&).
+// the activation's slot sums; negative: none) and decode(block, Decoded&); the unsigned-level
+// formats also kLargestLevel (of Decoded::q) and kScalesPer32 (both 16-value slots of a
+// sub-block of 32 share one scale), for the lane kernels.
 template <typename Format>
 struct Simd;
 
@@ -76,6 +79,8 @@ template <>
 struct Simd<q8k_formats::Q2K> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = -1;
+    static constexpr int kLargestLevel = 3;
+    static constexpr bool kScalesPer32 = false;
     K3_Q8K_INLINE static void decode(const tensor::BlockQ2_K& b, Decoded& out) {
         two_bit_levels(b.qs, out.q);
         const __m128i bytes = load16(b.scales);
@@ -88,6 +93,8 @@ template <>
 struct Simd<q8k_formats::Q3K> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = 2;  // level + 4 = the two bits | the hmask bit << 2
+    static constexpr int kLargestLevel = 7;
+    static constexpr bool kScalesPer32 = false;
     K3_Q8K_INLINE static void decode(const tensor::BlockQ3_K& b, Decoded& out) {
         two_bit_levels(b.qs, out.q);
         const __m256i hmask = load32(b.hmask);
@@ -110,6 +117,8 @@ template <int Bits, typename Block>
 struct Simd<q8k_formats::Q45K<Bits, Block>> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = -1;
+    static constexpr int kLargestLevel = (1 << Bits) - 1;
+    static constexpr bool kScalesPer32 = true;
     K3_Q8K_INLINE static void decode(const Block& b, Decoded& out) {
         for (int c = 0; c < 4; ++c) {
             const __m256i v = load32(b.qs + 32 * c);
@@ -135,6 +144,8 @@ template <>
 struct Simd<q8k_formats::Q6K> {
     static constexpr Levels kLevels = Levels::unsigned_levels;
     static constexpr int kBiasShift = 5;  // level + 32
+    static constexpr int kLargestLevel = 63;
+    static constexpr bool kScalesPer32 = false;
     K3_Q8K_INLINE static void decode(const tensor::BlockQ6_K& b, Decoded& out) {
         const __m256i bits45 = mask8(0x30);
         for (int h = 0; h < 2; ++h) {
@@ -592,6 +603,109 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
         case 1: rows_of_tiles<Format, Products, 4, 1>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
         default: break;
     }
+}
+
+// Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
+// levels: each weight block's levels are transposed to the lane layout once per row for up to
+// kChunkTokens tokens, so that lane j of eight byte products holds sub-block j's two slot sums
+// (Products::lane_sums applies the slot scales), with no per-slot horizontal sums; a block's
+// eight lane sums for eight tokens then take one transposing sum (block_totals) and one fma.
+// Rows go in chunks of four that stay in L1 across the token chunks; the chunk's tokens keep
+// their accumulators in registers.
+//   Products::lane_scales(int32 scales): the form lane_sums takes;
+//   Products::lane_sums<kLargestLevel, kScalesPer32>(q, act, even, odd): lane j =
+//   even_j · Σ_{k<4} q[k]·act[k] + odd_j · Σ_{k>=4} q[k]·act[k] over lane j's four bytes.
+template <typename Format, typename Products>
+struct LaneTiles {
+    using Block = typename Format::BlockType;
+    using Traits = Simd<Format>;
+    static_assert(Traits::kLevels == Levels::unsigned_levels);
+    static constexpr int kChunkRows = 4, kGroupTokens = 8, kChunkTokens = 16;
+    static constexpr int kGroups = kChunkTokens / kGroupTokens;
+
+    // One weight row's block, its levels transposed to the lane layout.
+    struct Row {
+        Decoded decoded;
+        __m256i even_scales, odd_scales;
+        __m256 d, dmin;
+    };
+    K3_Q8K_INLINE static void decode(const Block& w, Row& row) {
+        Traits::decode(w, row.decoded);
+        int_simd::transpose_lanes(row.decoded.q);
+        row.even_scales = Products::lane_scales(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(row.decoded.scales)));
+        row.odd_scales = Products::lane_scales(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(row.decoded.scales, 1)));
+        row.d = weight_factor_lanes<Format>(Format::d_bits(w));
+        if constexpr (Format::kOffset) row.dmin = weight_factor_lanes<Format>(Format::dmin_bits(w));
+    }
+
+    // Rows [0, rows) of the chunk by tokens [0, n_tokens <= kChunkTokens) of act.
+    static void chunk(const uint8_t* weights, size_t weight_stride, int rows, const uint8_t* act, size_t act_stride,
+                      int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+        __m256 acc[kGroups][kChunkRows], off[kGroups][kChunkRows];
+        for (int g = 0; g < kGroups; ++g)
+            for (int r = 0; r < kChunkRows; ++r) acc[g][r] = off[g][r] = _mm256_setzero_ps();
+        const int groups = int((n_tokens + kGroupTokens - 1) / kGroupTokens);
+        for (int64_t b = 0; b < n / 256; ++b) {
+            prefetch_next_tile<Block, kChunkRows>(weights, weight_stride, b);
+            const auto group_of = [&](int t) { return reinterpret_cast<const ActLaneGroup*>(act + size_t(t) * act_stride) + b; };
+            for (int r = 0; r < rows; ++r) {
+                Row row;
+                decode(reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b], row);
+                for (int g = 0; g < groups; ++g) {
+                    const int first = g * kGroupTokens, count = int(std::min<int64_t>(kGroupTokens, n_tokens - first));
+                    __m256i sums[kGroupTokens], mins[kGroupTokens];
+                    float d_act[kGroupTokens];
+                    for (int t = 0; t < kGroupTokens; ++t) {
+                        if (t >= count) {
+                            sums[t] = mins[t] = _mm256_setzero_si256();
+                            d_act[t] = 0.0f;
+                            continue;
+                        }
+                        const ActLaneGroup& a = *group_of(first + t);
+                        __m256i qs[8];
+                        for (int k = 0; k < 8; ++k) qs[k] = load32(a.qs + 32 * k);
+                        sums[t] = Products::template lane_sums<Traits::kLargestLevel, Traits::kScalesPer32>(row.decoded.q, qs, row.even_scales,
+                                                                                                          row.odd_scales);
+                        if constexpr (Traits::kBiasShift >= 0) {
+                            const __m256i bias = _mm256_madd_epi16(load32(a.bsums), row.decoded.slot_scales);
+                            sums[t] = _mm256_sub_epi32(sums[t], _mm256_slli_epi32(bias, Traits::kBiasShift));
+                        }
+                        if constexpr (Format::kOffset) mins[t] = _mm256_madd_epi16(load32(a.bsums), row.decoded.mins);
+                        d_act[t] = a.d[0];
+                    }
+                    const __m256 da = _mm256_setr_ps(d_act[0], d_act[1], d_act[2], d_act[3], d_act[4], d_act[5], d_act[6], d_act[7]);
+                    acc[g][r] = _mm256_fmadd_ps(_mm256_mul_ps(row.d, da), _mm256_cvtepi32_ps(int_simd::block_totals(sums)), acc[g][r]);
+                    if constexpr (Format::kOffset)
+                        off[g][r] = _mm256_fmadd_ps(_mm256_mul_ps(row.dmin, da), _mm256_cvtepi32_ps(int_simd::block_totals(mins)), off[g][r]);
+                }
+            }
+        }
+        for (int g = 0; g < groups; ++g)
+            for (int r = 0; r < rows; ++r) {
+                alignas(32) float out[kGroupTokens];
+                _mm256_store_ps(out, _mm256_sub_ps(acc[g][r], off[g][r]));
+                for (int t = 0; t < kGroupTokens && g * kGroupTokens + t < n_tokens; ++t) y[(g * kGroupTokens + t) * y_stride + r] = out[t];
+            }
+    }
+
+    // IntDotLanesFn.
+    static void run(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+        const auto* weights = static_cast<const uint8_t*>(weight_rows);
+        const auto* act = static_cast<const uint8_t*>(act_rows);
+        for (int64_t r0 = 0; r0 < n_rows; r0 += kChunkRows)
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunkTokens)
+                chunk(weights + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(kChunkRows, n_rows - r0)),
+                      act + size_t(t0) * act_stride, act_stride, std::min<int64_t>(kChunkTokens, n_tokens - t0), n,
+                      y + t0 * y_stride + r0, y_stride);
+    }
+};
+
+// The lane kernel of Format, or null where it has none (levels that are not unsigned bytes).
+template <typename Format, typename Products>
+IntDotLanesFn lanes_kernel() {
+    if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) return &LaneTiles<Format, Products>::run;
+    else return nullptr;
 }
 
 }  // namespace

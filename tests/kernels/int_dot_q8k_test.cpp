@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -19,6 +20,7 @@
 #include "kernels/thread_pool.h"
 #include "support/test_support.h"
 #include "tensor/block_kquants.h"
+#include "tensor/float_formats.h"
 #include "tensor/quant_bytes.h"
 
 namespace k3::kernels {
@@ -185,10 +187,18 @@ TEST_P(IntDotQ8K, MultiTokenKernelsAndMatmulEqualTheReference) {
     expect_matmul_bits({traits_, info->data, n, rows, w_bytes}, x, {1, 2, tokens}, want);
 }
 
+// The formats of unsigned levels have lane kernels at both SIMD levels; the others none.
+TEST_P(IntDotQ8K, LaneKernelsExistForTheUnsignedLevelFormats) {
+    const std::string name = GetParam();
+    const bool unsigned_levels = name == "Q2_K" || name == "Q3_K" || name == "Q4_K" || name == "Q5_K" || name == "Q6_K";
+    for (Isa isa : levels_) EXPECT_EQ(int_dot_lanes_kernel(traits_->type, isa) != nullptr, unsigned_levels) << isa_name(isa);
+}
+
 // Every row count 1-9 by every token count 1-19 of the tile kernels (decode's four-row tiles,
-// prefill's eight-token groups in four-row chunks, and its four-token tiles, with each remainder),
-// rows 1025 bytes apart (unaligned blocks):
-// each (row, token) gets exactly the reference's value and nothing outside the tile is written.
+// prefill's eight-token groups in four-row chunks, and its four-token tiles, with each remainder)
+// and of the lane kernels (four-row chunks by 16-token chunks of two eight-token groups), rows
+// 1025 bytes apart (unaligned blocks): each (row, token) gets exactly the reference's value and
+// nothing outside the tile is written.
 TEST_P(IntDotQ8K, TileKernelsEqualTheReferenceAtEveryRowAndTokenCount) {
     const auto zoo = gguf::GgufFile::open(testing::fixture("quants-imatrix/zoo.gguf"));
     const gguf::TensorInfo* info = zoo->find_tensor(GetParam());
@@ -201,23 +211,72 @@ TEST_P(IntDotQ8K, TileKernelsEqualTheReferenceAtEveryRowAndTokenCount) {
     std::vector<uint8_t> act(act_bytes * max_tokens);
     for (int64_t t = 0; t < max_tokens; ++t)
         activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(random_row(n, uint32_t(200 + t)).data(), act.data() + t * act_bytes, n);
-    for (Isa isa : levels_) {
-        const IntDotTileFn dot_tile = int_dot_tile_kernel(traits_->type, isa);
-        ASSERT_NE(dot_tile, nullptr) << isa_name(isa);
-        for (int64_t rows = 1; rows <= max_rows; ++rows) {
-            for (int64_t tokens = 1; tokens <= max_tokens; ++tokens) {
-                const int64_t y_stride = rows + 1;
-                std::vector<float> y(size_t(tokens * y_stride), -1.0f);
-                dot_tile(weights.data(), w_stride, rows, act.data(), act_bytes, tokens, n, y.data(), y_stride);
-                for (int64_t t = 0; t < tokens; ++t) {
-                    for (int64_t r = 0; r < rows; ++r) {
-                        const float want = reference_(weights.data() + r * w_stride, act.data() + t * act_bytes, n);
-                        ASSERT_EQ(bits_of(y[size_t(t * y_stride + r)]), bits_of(want))
-                            << isa_name(isa) << " " << rows << " rows, " << tokens << " tokens: row " << r << " token " << t;
+    const int64_t groups = act_lane_groups(n);
+    std::vector<ActLaneGroup> lanes(size_t(groups * max_tokens));
+    for (int64_t t = 0; t < max_tokens; ++t) pack_act_lanes(ActivationFormat::q8_K, act.data() + t * act_bytes, n, lanes.data() + t * groups);
+    for (Isa isa : levels_)
+        for (const bool lane_kernel : {false, true}) {
+            const IntDotTileFn dot_tile = lane_kernel ? int_dot_lanes_kernel(traits_->type, isa) : int_dot_tile_kernel(traits_->type, isa);
+            if (lane_kernel && !dot_tile) continue;  // LaneKernelsExistForTheUnsignedLevelFormats
+            ASSERT_NE(dot_tile, nullptr) << isa_name(isa);
+            const auto* rows_in = lane_kernel ? reinterpret_cast<const uint8_t*>(lanes.data()) : act.data();
+            const size_t stride = lane_kernel ? size_t(groups) * sizeof(ActLaneGroup) : act_bytes;
+            const char* kind = lane_kernel ? " lanes " : " tile ";
+            for (int64_t rows = 1; rows <= max_rows; ++rows) {
+                for (int64_t tokens = 1; tokens <= max_tokens; ++tokens) {
+                    const int64_t y_stride = rows + 1;
+                    std::vector<float> y(size_t(tokens * y_stride), -1.0f);
+                    dot_tile(weights.data(), w_stride, rows, rows_in, stride, tokens, n, y.data(), y_stride);
+                    for (int64_t t = 0; t < tokens; ++t) {
+                        for (int64_t r = 0; r < rows; ++r) {
+                            const float want = reference_(weights.data() + r * w_stride, act.data() + t * act_bytes, n);
+                            ASSERT_EQ(bits_of(y[size_t(t * y_stride + r)]), bits_of(want))
+                                << isa_name(isa) << kind << rows << " rows, " << tokens << " tokens: row " << r << " token " << t;
+                        }
+                        ASSERT_EQ(y[size_t(t * y_stride + rows)], -1.0f) << isa_name(isa) << kind << "wrote past row " << rows;
                     }
-                    ASSERT_EQ(y[size_t(t * y_stride + rows)], -1.0f) << isa_name(isa) << " wrote past row " << rows;
                 }
             }
+        }
+}
+
+// The lane kernels at the largest products a row can hold: every level byte at its largest
+// (block bytes 0xff, the f16 factors set to 2^-10: Q2_K's 3, Q3_K's 7, Q4_K's 15, Q5_K's 31,
+// Q6_K's 63 with the largest scale and min codes) times activations all +127 or all -127: where
+// the AVX2 kernel adds maddubs' pair sums in int16 before applying the scales, they must not wrap.
+TEST_P(IntDotQ8K, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
+    const int64_t n = 256 * 2;
+    const size_t w_bytes = tensor::row_bytes(*traits_, n), act_bytes = activation_row_bytes(ActivationFormat::q8_K, n);
+    const int64_t groups = act_lane_groups(n);
+    std::vector<uint8_t> act(act_bytes * 2);
+    std::vector<ActLaneGroup> lanes(size_t(groups * 2));
+    for (int t = 0; t < 2; ++t) {
+        const std::vector<float> x(size_t(n), t == 0 ? 1.0f : -1.0f);
+        activation_quantizer(ActivationFormat::q8_K, Isa::scalar)(x.data(), act.data() + t * act_bytes, n);
+        pack_act_lanes(ActivationFormat::q8_K, act.data() + t * act_bytes, n, lanes.data() + t * groups);
+    }
+    // Each format's f16 fields (d, and dmin where it has one).
+    std::vector<size_t> f16_fields;
+    switch (traits_->type) {
+        case tensor::Type::Q2_K: f16_fields = {offsetof(tensor::BlockQ2_K, d), offsetof(tensor::BlockQ2_K, dmin)}; break;
+        case tensor::Type::Q3_K: f16_fields = {offsetof(tensor::BlockQ3_K, d)}; break;
+        case tensor::Type::Q4_K: f16_fields = {offsetof(tensor::BlockQ4_K, d), offsetof(tensor::BlockQ4_K, dmin)}; break;
+        case tensor::Type::Q5_K: f16_fields = {offsetof(tensor::BlockQ5_K, d), offsetof(tensor::BlockQ5_K, dmin)}; break;
+        case tensor::Type::Q6_K: f16_fields = {offsetof(tensor::BlockQ6_K, d)}; break;
+        default: GTEST_SKIP() << "no lane kernel (LaneKernelsExistForTheUnsignedLevelFormats)";
+    }
+    std::vector<uint8_t> weights(w_bytes, 0xff);
+    const uint16_t small = tensor::f32_to_f16(1.0f / 1024);
+    for (int64_t b = 0; b < n / 256; ++b)
+        for (size_t field : f16_fields) std::memcpy(weights.data() + size_t(b) * traits_->block_bytes + field, &small, 2);
+    for (Isa isa : levels_) {
+        std::vector<float> y(2);
+        int_dot_lanes_kernel(traits_->type, isa)(weights.data(), w_bytes, 1, lanes.data(), size_t(groups) * sizeof(ActLaneGroup), 2, n,
+                                                 y.data(), 1);
+        for (int t = 0; t < 2; ++t) {
+            const float want = reference_(weights.data(), act.data() + t * act_bytes, n);
+            ASSERT_TRUE(std::isfinite(want));
+            ASSERT_EQ(bits_of(y[size_t(t)]), bits_of(want)) << isa_name(isa) << " token " << t;
         }
     }
 }
