@@ -54,8 +54,8 @@ using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int
 // weights are transposed the same way once per group and row). d and s (Q8_1 only) as f32, and
 // sums[j] = Σ of block j's levels (for the kernels that take the weights' levels plus a bias as
 // unsigned bytes, int_dot_simd.h); zero for blocks past the row's end. A Q8_K block is one group,
-// its 32-value sub-blocks the eight "blocks": lane j sums sub-block j, whose two 16-value slots
-// are its elements 4k + i with k < 4 and with k >= 4; every d[j] is the block's d, and bsums
+// its 32-value sub-blocks the eight "blocks" (the × Q8_K lane kernels broadcast each four-byte
+// quad to eight weight rows' lanes, int_dot_q8k_simd.h); every d[j] is the block's d, and bsums
 // (Q8_K only, in place of sums) its 16 slot sums. Rounded the same, so the lane kernels' results
 // are the tile kernels', bit for bit.
 struct ActLaneGroup {

@@ -23,8 +23,8 @@ struct VnniProducts {
     static constexpr bool kByteDots = true;
     static __m256i byte_dot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
     static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales) { return _mm256_dpwssd_epi32(acc, pairs, scales); }
-    // The lane kernels (LaneTiles): each half's byte products in its own chain, then the int32
-    // scales.
+    // The lane kernels (LaneTiles): the byte products of each 16-value slot in its own chain,
+    // then its int32 scale.
     static __m256i lane_scales(__m256i scales) { return scales; }
     template <int kLargestLevel, bool kScalesPer32>
     static __m256i lane_sums(const __m256i (&q)[8], const __m256i (&a)[8], __m256i even, __m256i odd) {

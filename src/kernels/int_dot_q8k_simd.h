@@ -5,7 +5,8 @@
 //   static __m256i add_scaled(__m256i acc, __m256i pairs, __m256i scales): acc + madd(pairs, scales);
 //   kByteDots, and where true static __m256i byte_dot(__m256i u, __m256i s): lane l = Σ of the 4
 //   products of unsigned u and signed s bytes 4l..4l+3 (vpdpbusd), used for the unsigned levels.
-// Tiles of several rows and tokens share one horizontal sum and one f32 fma per block. Include
+// Tiles of several rows and tokens share one horizontal sum and one f32 fma per block; prefill's
+// lane kernels (LaneTiles) put eight rows in the lanes and need none. Include
 // only inside a target region that enables at least avx2,fma,f16c, after every system header;
 // the functions live in an unnamed namespace so each including file has its own copies.
 #pragma once
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/int_dot_q8k.h"
 #include "kernels/int_dot_q8k_formats.h"
@@ -606,86 +608,137 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
 }
 
 // Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
-// levels: each weight block's levels are transposed to the lane layout once per row for up to
-// kChunkTokens tokens, so that lane j of eight byte products holds sub-block j's two slot sums
-// (Products::lane_sums applies the slot scales), with no per-slot horizontal sums; a block's
-// eight lane sums for eight tokens then take one transposing sum (block_totals) and one fma.
-// Rows go in chunks of four that stay in L1 across the token chunks; the chunk's tokens keep
-// their accumulators in registers.
+// levels, with the rows in the lanes: eight weight rows' blocks are decoded and transposed once
+// per call (a panel: lane r of each register is row r), so that each byte product takes one
+// activation quad broadcast to every lane and leaves eight rows' sums in one register; the slot
+// scales (Products::lane_sums), bias and mins apply per lane, and the block's integer sum of
+// each row is whole in its lane, with no horizontal sums. Up to kChunkTokens tokens keep their
+// accumulators on the stack.
 //   Products::lane_scales(int32 scales): the form lane_sums takes;
-//   Products::lane_sums<kLargestLevel, kScalesPer32>(q, act, even, odd): lane j =
-//   even_j · Σ_{k<4} q[k]·act[k] + odd_j · Σ_{k>=4} q[k]·act[k] over lane j's four bytes.
+//   Products::lane_sums<kLargestLevel, kScalesPer32>(q, act, even, odd): lane r =
+//   even_r · Σ_{k<4} q[k]·act[k] + odd_r · Σ_{k>=4} q[k]·act[k] over lane r's four bytes;
+//   Products::add_scaled(acc, pairs, scales): acc + the int16 pair products of pairs and scales.
 template <typename Format, typename Products>
 struct LaneTiles {
     using Block = typename Format::BlockType;
     using Traits = Simd<Format>;
     static_assert(Traits::kLevels == Levels::unsigned_levels);
-    static constexpr int kChunkRows = 4, kGroupTokens = 8, kChunkTokens = 16;
-    static constexpr int kGroups = kChunkTokens / kGroupTokens;
+    static constexpr int kRows = 8, kTokenGroup = 4;
+    static constexpr int64_t kChunkTokens = 64;
 
-    // One weight row's block, its levels transposed to the lane layout.
-    struct Row {
-        Decoded decoded;
-        __m256i even_scales, odd_scales;
+    // One block of eight rows, lane r of every register row r's.
+    struct Panel {
+        __m256i q[8][8];                   // [sub-block j][quad k]
+        __m256i even[8], odd[8];           // sub-block j's two slot scales, Products::lane_scales
+        __m256i slot_pairs[8], min_pairs[8];  // int16 pairs: slots 2k and 2k+1's scales (bias) and mins
         __m256 d, dmin;
     };
-    K3_Q8K_INLINE static void decode(const Block& w, Row& row) {
-        Traits::decode(w, row.decoded);
-        int_simd::transpose_lanes(row.decoded.q);
-        row.even_scales = Products::lane_scales(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(row.decoded.scales)));
-        row.odd_scales = Products::lane_scales(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(row.decoded.scales, 1)));
-        row.d = weight_factor_lanes<Format>(Format::d_bits(w));
-        if constexpr (Format::kOffset) row.dmin = weight_factor_lanes<Format>(Format::dmin_bits(w));
+
+    // v[r] holds row r's eight 32-bit lanes; afterwards v[k] lane r is row r's lane k.
+    K3_Q8K_INLINE static void rows_to_lanes(__m256i (&v)[8]) { int_simd::transpose_lanes(v); }
+
+    K3_Q8K_INLINE static void decode_panel(const uint8_t* weights, size_t weight_stride, int rows, int64_t b, Panel& p) {
+        Decoded rows_decoded[kRows];
+        uint16_t d_bits[kRows], dmin_bits[kRows];
+        for (int r = 0; r < kRows; ++r) {
+            if (r >= rows) {
+                rows_decoded[r] = rows_decoded[0];  // any finite row: its lanes are never stored
+                d_bits[r] = dmin_bits[r] = 0;
+                continue;
+            }
+            const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
+            Traits::decode(w, rows_decoded[r]);
+            d_bits[r] = Format::d_bits(w);
+            if constexpr (Format::kOffset) dmin_bits[r] = Format::dmin_bits(w);
+        }
+        for (int j = 0; j < 8; ++j) {
+            __m256i v[kRows];
+            for (int r = 0; r < kRows; ++r) v[r] = rows_decoded[r].q[j];
+            rows_to_lanes(v);
+            for (int k = 0; k < 8; ++k) p.q[j][k] = v[k];
+        }
+        __m256i even[kRows], odd[kRows];
+        for (int r = 0; r < kRows; ++r) {
+            even[r] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(rows_decoded[r].scales));
+            odd[r] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(rows_decoded[r].scales, 1));
+        }
+        rows_to_lanes(even);
+        rows_to_lanes(odd);
+        for (int j = 0; j < 8; ++j) {
+            p.even[j] = Products::lane_scales(even[j]);
+            p.odd[j] = Products::lane_scales(odd[j]);
+        }
+        if constexpr (Traits::kBiasShift >= 0) {
+            for (int r = 0; r < kRows; ++r) p.slot_pairs[r] = rows_decoded[r].slot_scales;
+            rows_to_lanes(p.slot_pairs);
+        }
+        if constexpr (Format::kOffset) {
+            for (int r = 0; r < kRows; ++r) p.min_pairs[r] = rows_decoded[r].mins;
+            rows_to_lanes(p.min_pairs);
+        }
+        p.d = factors(d_bits);
+        if constexpr (Format::kOffset) p.dmin = factors(dmin_bits);
     }
 
-    // Rows [0, rows) of the chunk by tokens [0, n_tokens <= kChunkTokens) of act.
+    // Eight rows' d (or dmin): their f16 bits times the format's kDFactor, built in registers.
+    K3_Q8K_INLINE static __m256 factors(const uint16_t (&bits)[kRows]) {
+        const __m256 value = _mm256_cvtph_ps(_mm_setr_epi16(short(bits[0]), short(bits[1]), short(bits[2]), short(bits[3]), short(bits[4]),
+                                                            short(bits[5]), short(bits[6]), short(bits[7])));
+        if constexpr (Format::kDFactor != 1.0f) return _mm256_mul_ps(value, _mm256_set1_ps(Format::kDFactor));
+        return value;
+    }
+
+    // Four activation bytes (or two int16 slot sums) in every lane.
+    K3_Q8K_INLINE static __m256i quad(const void* p) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return _mm256_set1_epi32(v);
+    }
+
+    // Rows [0, rows <= 8) by tokens [0, n_tokens <= kChunkTokens) of act.
     static void chunk(const uint8_t* weights, size_t weight_stride, int rows, const uint8_t* act, size_t act_stride,
                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
-        __m256 acc[kGroups][kChunkRows], off[kGroups][kChunkRows];
-        for (int g = 0; g < kGroups; ++g)
-            for (int r = 0; r < kChunkRows; ++r) acc[g][r] = off[g][r] = _mm256_setzero_ps();
-        const int groups = int((n_tokens + kGroupTokens - 1) / kGroupTokens);
+        __m256 acc[kChunkTokens], off[kChunkTokens];
+        for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = _mm256_setzero_ps();
         for (int64_t b = 0; b < n / 256; ++b) {
-            prefetch_next_tile<Block, kChunkRows>(weights, weight_stride, b);
-            const auto group_of = [&](int t) { return reinterpret_cast<const ActLaneGroup*>(act + size_t(t) * act_stride) + b; };
-            for (int r = 0; r < rows; ++r) {
-                Row row;
-                decode(reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b], row);
-                for (int g = 0; g < groups; ++g) {
-                    const int first = g * kGroupTokens, count = int(std::min<int64_t>(kGroupTokens, n_tokens - first));
-                    __m256i sums[kGroupTokens], mins[kGroupTokens];
-                    float d_act[kGroupTokens];
-                    for (int t = 0; t < kGroupTokens; ++t) {
-                        if (t >= count) {
-                            sums[t] = mins[t] = _mm256_setzero_si256();
-                            d_act[t] = 0.0f;
-                            continue;
-                        }
-                        const ActLaneGroup& a = *group_of(first + t);
-                        __m256i qs[8];
-                        for (int k = 0; k < 8; ++k) qs[k] = load32(a.qs + 32 * k);
-                        sums[t] = Products::template lane_sums<Traits::kLargestLevel, Traits::kScalesPer32>(row.decoded.q, qs, row.even_scales,
-                                                                                                          row.odd_scales);
-                        if constexpr (Traits::kBiasShift >= 0) {
-                            const __m256i bias = _mm256_madd_epi16(load32(a.bsums), row.decoded.slot_scales);
-                            sums[t] = _mm256_sub_epi32(sums[t], _mm256_slli_epi32(bias, Traits::kBiasShift));
-                        }
-                        if constexpr (Format::kOffset) mins[t] = _mm256_madd_epi16(load32(a.bsums), row.decoded.mins);
-                        d_act[t] = a.d[0];
+            Panel p;
+            decode_panel(weights, weight_stride, rows, b, p);
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
+                const int count = int(std::min<int64_t>(kTokenGroup, n_tokens - t0));
+                const ActLaneGroup* a[kTokenGroup];
+                for (int t = 0; t < kTokenGroup; ++t)
+                    a[t] = reinterpret_cast<const ActLaneGroup*>(act + size_t(t0 + std::min(t, count - 1)) * act_stride) + b;
+                __m256i isum[kTokenGroup];
+                for (int t = 0; t < kTokenGroup; ++t) isum[t] = _mm256_setzero_si256();
+                for (int j = 0; j < 8; ++j)
+                    for (int t = 0; t < kTokenGroup; ++t) {
+                        __m256i quads[8];
+                        for (int k = 0; k < 8; ++k) quads[k] = quad(a[t]->qs + 32 * k + 4 * j);
+                        isum[t] = _mm256_add_epi32(
+                            isum[t], Products::template lane_sums<Traits::kLargestLevel, Traits::kScalesPer32>(p.q[j], quads, p.even[j], p.odd[j]));
                     }
-                    const __m256 da = _mm256_setr_ps(d_act[0], d_act[1], d_act[2], d_act[3], d_act[4], d_act[5], d_act[6], d_act[7]);
-                    acc[g][r] = _mm256_fmadd_ps(_mm256_mul_ps(row.d, da), _mm256_cvtepi32_ps(int_simd::block_totals(sums)), acc[g][r]);
-                    if constexpr (Format::kOffset)
-                        off[g][r] = _mm256_fmadd_ps(_mm256_mul_ps(row.dmin, da), _mm256_cvtepi32_ps(int_simd::block_totals(mins)), off[g][r]);
+                for (int t = 0; t < count; ++t) {
+                    const int16_t* bsums = a[t]->bsums;
+                    if constexpr (Traits::kBiasShift >= 0) {
+                        __m256i bias = _mm256_setzero_si256();
+                        for (int k = 0; k < 8; ++k) bias = Products::add_scaled(bias, p.slot_pairs[k], quad(bsums + 2 * k));
+                        isum[t] = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(bias, Traits::kBiasShift));
+                    }
+                    const __m256 da = _mm256_set1_ps(a[t]->d[0]);
+                    acc[t0 + t] = _mm256_fmadd_ps(_mm256_mul_ps(p.d, da), _mm256_cvtepi32_ps(isum[t]), acc[t0 + t]);
+                    if constexpr (Format::kOffset) {
+                        __m256i mins = _mm256_setzero_si256();
+                        for (int k = 0; k < 8; ++k) mins = Products::add_scaled(mins, p.min_pairs[k], quad(bsums + 2 * k));
+                        off[t0 + t] = _mm256_fmadd_ps(_mm256_mul_ps(p.dmin, da), _mm256_cvtepi32_ps(mins), off[t0 + t]);
+                    }
                 }
             }
         }
-        for (int g = 0; g < groups; ++g)
-            for (int r = 0; r < rows; ++r) {
-                alignas(32) float out[kGroupTokens];
-                _mm256_store_ps(out, _mm256_sub_ps(acc[g][r], off[g][r]));
-                for (int t = 0; t < kGroupTokens && g * kGroupTokens + t < n_tokens; ++t) y[(g * kGroupTokens + t) * y_stride + r] = out[t];
-            }
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            alignas(32) float out[kRows];
+            _mm256_store_ps(out, _mm256_sub_ps(acc[t], off[t]));
+            for (int r = 0; r < rows; ++r) y[t * y_stride + r] = out[r];
+        }
     }
 
     // IntDotLanesFn.
@@ -693,9 +746,9 @@ struct LaneTiles {
                     int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
         const auto* weights = static_cast<const uint8_t*>(weight_rows);
         const auto* act = static_cast<const uint8_t*>(act_rows);
-        for (int64_t r0 = 0; r0 < n_rows; r0 += kChunkRows)
+        for (int64_t r0 = 0; r0 < n_rows; r0 += kRows)
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunkTokens)
-                chunk(weights + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(kChunkRows, n_rows - r0)),
+                chunk(weights + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(kRows, n_rows - r0)),
                       act + size_t(t0) * act_stride, act_stride, std::min<int64_t>(kChunkTokens, n_tokens - t0), n,
                       y + t0 * y_stride + r0, y_stride);
     }
