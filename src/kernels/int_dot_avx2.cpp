@@ -1,5 +1,6 @@
-// AVX2 integer kernels: each block's product by maddubs (|w| as unsigned times a with w's sign)
-// and madd. Only called when CPUID reports AVX2.
+// AVX2 integer kernels: each block's product by maddubs (|w| as unsigned times a with w's sign,
+// or the levels biased to unsigned where their pair sums fit int16: int_dot_simd.h's
+// DecodeLevels and LanesBlock) and madd. Only called when CPUID reports AVX2.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct Avx2Level {
     static constexpr bool kPairSums = true;
     static __m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
     static __m256i product(const Weight& w, __m256i a) { return widen(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(a, w.w))); }
+    static __m256i unsigned_product(__m256i u, __m256i a) { return widen(_mm256_maddubs_epi16(u, a)); }
 };
 
 }  // namespace

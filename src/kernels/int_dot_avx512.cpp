@@ -1,5 +1,6 @@
-// AVX-512 VNNI integer kernels: one vpdpbusd per block (|w| as unsigned times a with w's sign;
-// the lane kernels take the levels biased to unsigned instead, int_dot_simd.h). The float
+// AVX-512 VNNI integer kernels: one vpdpbusd per block (|w| as unsigned times a with w's sign
+// in the multi-token tiles; decode's tiles and the lane kernels take the levels biased to
+// unsigned instead, int_dot_simd.h). The float
 // combination is int_dot.h's, on eight lanes. Only called when CPUID reports AVX-512
 // F/BW/VL and VNNI (int_dot.cpp).
 // GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands by
@@ -25,8 +26,9 @@ namespace {
 // The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (Two blocks
 // per 512-bit register measured slower: the inserts and mask moves cost more than they save.
 // In the row and tile kernels, offsetting the activations to unsigned instead of the sign step
-// measured slower too: the offset's correction costs a horizontal sum per weight block; the lane
-// kernels have each block's sum in its own lane and take it off once per group.)
+// measured slower too: the offset's correction costs a horizontal sum per weight block. Biasing
+// the weights' levels instead costs one correction per token and group, shared by every row:
+// decode's tiles and the lane kernels do that, DecodeLevels and LanesBlock.)
 struct Avx512VnniLevel {
     struct Weight {
         __m256i w, magnitude;
@@ -36,8 +38,9 @@ struct Avx512VnniLevel {
     static __m256i product(const Weight& w, __m256i a) {
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.magnitude, _mm256_sign_epi8(a, w.w));
     }
-    // The lane kernels' product of unsigned (biased) levels, added to acc.
+    // The product of unsigned (biased) levels, added to acc (the lane kernels) or alone (decode).
     static __m256i dot_unsigned(__m256i acc, __m256i levels, __m256i a) { return _mm256_dpbusd_epi32(acc, levels, a); }
+    static __m256i unsigned_product(__m256i u, __m256i a) { return dot_unsigned(_mm256_setzero_si256(), u, a); }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -53,6 +54,43 @@ inline __m256i levels(const uint8_t* b) {
         return _mm256_sub_epi8(_mm256_or_si256(nibbles(b + F::kQsAt), fifth_bits(b + F::kQhAt)), _mm256_set1_epi8(16));
     if constexpr (std::is_same_v<F, Q5_1>) return _mm256_or_si256(nibbles(b + F::kQsAt), fifth_bits(b + F::kQhAt));
 }
+
+// A table of 16 levels plus kBias, as the unsigned bytes they become.
+template <int kBias>
+constexpr std::array<int8_t, 16> biased_table(const int8_t (&values)[16]) {
+    std::array<int8_t, 16> table{};
+    for (int i = 0; i < 16; ++i) table[size_t(i)] = int8_t(uint8_t(values[i] + kBias));
+    return table;
+}
+template <int kBias>
+inline constexpr std::array<int8_t, 16> kBiasedMxfp4 = biased_table<kBias>(tensor::kMxfp4Values);
+template <int kBias>
+inline constexpr std::array<int8_t, 16> kBiasedIq4nl = biased_table<kBias>(tensor::kIq4nlValues);
+
+// A block's 32 levels plus kBias as unsigned bytes (kBias + the largest level <= 255): Q4_0's and
+// Q5_0's stored codes where the bias is their offset, the table formats' tables shifted.
+template <typename F, int kBias>
+[[gnu::always_inline]] inline __m256i biased_levels(const uint8_t* b) {
+    using namespace int_formats;
+    if constexpr (std::is_same_v<F, Q4_0> && kBias == 8) return nibbles(b + F::kQsAt);
+    else if constexpr (std::is_same_v<F, Q5_0> && kBias == 16) return _mm256_or_si256(nibbles(b + F::kQsAt), fifth_bits(b + F::kQhAt));
+    else if constexpr (std::is_same_v<F, Mxfp4>) return table_lookup(kBiasedMxfp4<kBias>.data(), nibbles(b + F::kQsAt));
+    else if constexpr (std::is_same_v<F, Iq4Nl>) return table_lookup(kBiasedIq4nl<kBias>.data(), nibbles(b + F::kQsAt));
+    else if constexpr (kBias == 0) return levels<F>(b);
+    else return _mm256_add_epi8(levels<F>(b), _mm256_set1_epi8(char(kBias)));
+}
+
+// Decode's form of a format's levels (TileBlock, one token): the levels plus kBias as unsigned
+// bytes where kUnsigned, so that a block's product is one unsigned product (no sign step) and
+// the bias times the token's block sums comes off once per group for all of the tile's rows.
+// The bias is the largest magnitude (Q4_0's and Q5_0's stored codes; none for the offset
+// formats, whose levels are unsigned already); maddubs' pair sums of bias + level <= 2·kMaxLevel
+// times 127 must stay under 2^15, which leaves Q8_0 and IQ4_NL the sign step at AVX2.
+template <typename F, typename Level>
+struct DecodeLevels {
+    static constexpr int kBias = F::kOffset ? 0 : F::kMaxLevel;
+    static constexpr bool kUnsigned = !Level::kPairSums || 2 * (kBias + F::kMaxLevel) * 127 <= INT16_MAX;
+};
 
 // Eight registers of 8 int32 partial sums -> one register with the total of register j in lane j.
 inline __m256i block_totals(const __m256i* p) {
@@ -165,6 +203,8 @@ template <typename F, int kRows>
 // identical. The Level supplies
 //   struct Weight;  static Weight weight(__m256i levels);
 //   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a;
+//   static __m256i unsigned_product(__m256i u, __m256i activation): the same of unsigned bytes u
+//   (DecodeLevels' form; with pair sums, u·127 pairs must fit int16);
 //   kPairSums, and where true static __m256i widen(__m256i pairs): the 8 int32 sums of
 //   neighbouring int16 lanes (maddubs' pair sums; LanesBlock).
 template <typename F, typename Level>
@@ -184,20 +224,30 @@ struct TileBlock {
                 act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
                 if constexpr (F::kOffset) act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count);
             };
-            const auto add_terms = [&](int r, int t, const __m256i (&p)[8], __m256 w_d, __m256 w_m) __attribute__((always_inline)) {
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(block_totals(p)), acc[r][t]);
+            const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m) __attribute__((always_inline)) {
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(totals), acc[r][t]);
                 if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m, act_s, off[r][t]);
             };
             if constexpr (kTokens == 1) {
                 // Decode: each row's levels are used once, so they are decoded where they are
-                // multiplied (decoding all rows' first spilled registers).
+                // multiplied (decoding all rows' first spilled registers), in DecodeLevels' form.
+                using Form = DecodeLevels<F, Level>;
                 load_token(0);
+                __m256i p[8], bias_totals = _mm256_setzero_si256();
+                if constexpr (Form::kUnsigned && Form::kBias != 0) {
+                    for (int j = 0; j < 8; ++j) p[j] = Level::unsigned_product(_mm256_set1_epi8(char(Form::kBias)), qs[j]);
+                    bias_totals = block_totals(p);
+                }
                 for (int r = 0; r < kRows; ++r) {
                     const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
-                    __m256i p[8];
-                    for (int j = 0; j < 8; ++j)
-                        p[j] = j < count ? Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), qs[j]) : _mm256_setzero_si256();
-                    add_terms(r, 0, p, weight_scales<F>(wb, count), F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
+                    for (int j = 0; j < 8; ++j) {
+                        if (j >= count) p[j] = _mm256_setzero_si256();
+                        else if constexpr (Form::kUnsigned)
+                            p[j] = Level::unsigned_product(biased_levels<F, Form::kBias>(wb + j * F::kBytes), qs[j]);
+                        else p[j] = Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), qs[j]);
+                    }
+                    add_terms(r, 0, _mm256_sub_epi32(block_totals(p), bias_totals), weight_scales<F>(wb, count),
+                              F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
                 }
             } else {
                 typename Level::Weight wl[kRows][8];
@@ -208,7 +258,7 @@ struct TileBlock {
                     for (int r = 0; r < kRows; ++r) {
                         __m256i p[8];
                         for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], qs[j]);
-                        add_terms(r, t, p, w_d[r], w_m[r]);
+                        add_terms(r, t, block_totals(p), w_d[r], w_m[r]);
                     }
                 }
             }
