@@ -731,11 +731,10 @@ struct LaneTiles {
                 }
             }
         }
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            alignas(32) float out[kRows];
-            _mm256_store_ps(out, _mm256_sub_ps(acc[t], off[t]));
-            for (int r = 0; r < rows; ++r) y[t * y_stride + r] = out[r];
-        }
+        // Lanes past `rows` masked off (a copy of the lanes compiled to a memcpy call per
+        // token, 2% of Q4_K_M prefill).
+        const __m256i stored = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int64_t t = 0; t < n_tokens; ++t) _mm256_maskstore_ps(y + t * y_stride, stored, _mm256_sub_ps(acc[t], off[t]));
     }
 
     // IntDotLanesFn.
