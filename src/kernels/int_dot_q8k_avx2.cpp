@@ -25,14 +25,14 @@ struct Avx2Products {
         return _mm256_or_si256(_mm256_and_si256(scales, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(scales, 16));
     }
     template <int kLargestLevel, bool kScalesPer32>
-    static __m256i lane_sums(const __m256i (&q)[8], const __m256i (&a)[8], __m256i even, __m256i odd) {
+    static __m256i lane_sums(__m256i acc, const __m256i (&q)[8], const __m256i (&a)[8], __m256i even, __m256i odd) {
         constexpr int kSpan = kScalesPer32 ? 8 : 4;  // products under one scale
         constexpr int kRun = [] {
             int run = kSpan;
             while (run > 1 && run * 2 * kLargestLevel * 127 > INT16_MAX) run /= 2;
             return run;
         }();
-        __m256i sums = _mm256_setzero_si256();
+        __m256i sums = acc;
         for (int k0 = 0; k0 < 8; k0 += kRun) {
             __m256i pairs = _mm256_maddubs_epi16(q[k0], a[k0]);
             for (int k = k0 + 1; k < k0 + kRun; ++k) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q[k], a[k]));

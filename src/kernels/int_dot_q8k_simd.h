@@ -607,78 +607,118 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
     }
 }
 
+// The registers of a lane kernel (LaneTiles): kRows weight rows in the lanes of one register,
+// in panels of eight (the halves of an AVX-512 register; this header's ymm for eight rows, the
+// AVX-512 level's own policy for sixteen, int_dot_q8k_avx512.cpp).
+//   I, F: the int32 and f32 registers; load(const __m256i*) / loadf(const __m256*): kRows / 8
+//   adjacent ymm as one register; broadcast(int32), fbroadcast(float); add, sub, shift_left<s>;
+//   fma, mul, to_float; store(y, v, rows): lanes below rows to y.
+struct YmmLanes {
+    using I = __m256i;
+    using F = __m256;
+    static constexpr int kRows = 8;
+    static I zero() { return _mm256_setzero_si256(); }
+    static F fzero() { return _mm256_setzero_ps(); }
+    static I load(const __m256i* p) { return *p; }
+    static F loadf(const __m256* p) { return *p; }
+    static I broadcast(int32_t v) { return _mm256_set1_epi32(v); }
+    static F fbroadcast(float v) { return _mm256_set1_ps(v); }
+    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+    template <int kShift>
+    static I shift_left(I a) { return _mm256_slli_epi32(a, kShift); }
+    static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
+    static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F to_float(I a) { return _mm256_cvtepi32_ps(a); }
+    // Lanes past `rows` masked off (a copy of the lanes compiled to a memcpy call per token, 2%
+    // of Q4_K_M prefill).
+    static void store(float* y, F v, int rows) {
+        _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+    }
+};
+
 // Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
-// levels, with the rows in the lanes: eight weight rows' blocks are decoded and transposed once
-// per call (a panel: lane r of each register is row r), so that each byte product takes one
-// activation quad broadcast to every lane and leaves eight rows' sums in one register; the slot
+// levels, with the rows in the lanes: V::kRows weight rows' blocks are decoded and transposed
+// once per call (a panel: lane r of each register is row r), so that each byte product takes one
+// activation quad broadcast to every lane and leaves the rows' sums in one register; the slot
 // scales (Products::lane_sums), bias and mins apply per lane, and the block's integer sum of
 // each row is whole in its lane, with no horizontal sums. Up to kChunkTokens tokens keep their
 // accumulators on the stack.
 //   Products::lane_scales(int32 scales): the form lane_sums takes;
-//   Products::lane_sums<kLargestLevel, kScalesPer32>(q, act, even, odd): lane r =
+//   Products::lane_sums<kLargestLevel, kScalesPer32>(acc, q, act, even, odd): lane r = acc_r +
 //   even_r · Σ_{k<4} q[k]·act[k] + odd_r · Σ_{k>=4} q[k]·act[k] over lane r's four bytes;
-//   Products::add_scaled(acc, pairs, scales): acc + the int16 pair products of pairs and scales.
-template <typename Format, typename Products>
+//   Products::add_scaled(acc, pairs, scales): acc + the int16 pair products of pairs and scales;
+// both for V's registers.
+template <typename Format, typename Products, typename V = YmmLanes>
 struct LaneTiles {
     using Block = typename Format::BlockType;
     using Traits = Simd<Format>;
+    using I = typename V::I;
+    using F = typename V::F;
     static_assert(Traits::kLevels == Levels::unsigned_levels);
-    static constexpr int kRows = 8, kTokenGroup = 4;
+    static constexpr int kRows = V::kRows, kPanels = kRows / 8, kTokenGroup = 4;
     static constexpr int64_t kChunkTokens = 64;
 
-    // One block of eight rows, lane r of every register row r's.
+    // One block of kRows rows, lane r of every register row r's; each register as kPanels ymm
+    // of eight rows each, decoded apart.
     struct Panel {
-        __m256i q[8][8];                   // [sub-block j][quad k]
-        __m256i even[8], odd[8];           // sub-block j's two slot scales, Products::lane_scales
-        __m256i slot_pairs[8], min_pairs[8];  // int16 pairs: slots 2k and 2k+1's scales (bias) and mins
-        __m256 d, dmin;
+        __m256i q[8][8][kPanels];                          // [sub-block j][quad k]
+        __m256i even[8][kPanels], odd[8][kPanels];         // sub-block j's two slot scales, Products::lane_scales
+        __m256i slot_pairs[8][kPanels], min_pairs[8][kPanels];  // int16 pairs: slots 2k and 2k+1's scales (bias) and mins
+        __m256 d[kPanels], dmin[kPanels];
     };
 
     // v[r] holds row r's eight 32-bit lanes; afterwards v[k] lane r is row r's lane k.
     K3_Q8K_INLINE static void rows_to_lanes(__m256i (&v)[8]) { int_simd::transpose_lanes(v); }
 
-    K3_Q8K_INLINE static void decode_panel(const uint8_t* weights, size_t weight_stride, int rows, int64_t b, Panel& p) {
-        Decoded rows_decoded[kRows];
-        uint16_t d_bits[kRows], dmin_bits[kRows];
-        for (int r = 0; r < kRows; ++r) {
+    // Rows [8h, 8h + 8) of the panel's `rows` into its ymm h.
+    K3_Q8K_INLINE static void decode_eight(const uint8_t* weights, size_t weight_stride, int rows, int64_t b, int h, Panel& p) {
+        Decoded rows_decoded[8];
+        uint16_t d_bits[8], dmin_bits[8];
+        for (int r = 0; r < 8; ++r) {
             // Lanes past `rows` repeat the last row (never stored; decoding it again is cheaper
             // than copying a decoded block, which the profile showed as memcpy).
-            const Block& w = reinterpret_cast<const Block*>(weights + size_t(std::min(r, rows - 1)) * weight_stride)[b];
+            const Block& w = reinterpret_cast<const Block*>(weights + size_t(std::min(8 * h + r, rows - 1)) * weight_stride)[b];
             Traits::decode(w, rows_decoded[r]);
             d_bits[r] = Format::d_bits(w);
             if constexpr (Format::kOffset) dmin_bits[r] = Format::dmin_bits(w);
         }
         for (int j = 0; j < 8; ++j) {
-            __m256i v[kRows];
-            for (int r = 0; r < kRows; ++r) v[r] = rows_decoded[r].q[j];
+            __m256i v[8];
+            for (int r = 0; r < 8; ++r) v[r] = rows_decoded[r].q[j];
             rows_to_lanes(v);
-            for (int k = 0; k < 8; ++k) p.q[j][k] = v[k];
+            for (int k = 0; k < 8; ++k) p.q[j][k][h] = v[k];
         }
-        __m256i even[kRows], odd[kRows];
-        for (int r = 0; r < kRows; ++r) {
+        __m256i even[8], odd[8];
+        for (int r = 0; r < 8; ++r) {
             even[r] = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(rows_decoded[r].scales));
             odd[r] = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(rows_decoded[r].scales, 1));
         }
         rows_to_lanes(even);
         rows_to_lanes(odd);
         for (int j = 0; j < 8; ++j) {
-            p.even[j] = Products::lane_scales(even[j]);
-            p.odd[j] = Products::lane_scales(odd[j]);
+            p.even[j][h] = Products::lane_scales(even[j]);
+            p.odd[j][h] = Products::lane_scales(odd[j]);
         }
         if constexpr (Traits::kBiasShift >= 0) {
-            for (int r = 0; r < kRows; ++r) p.slot_pairs[r] = rows_decoded[r].slot_scales;
-            rows_to_lanes(p.slot_pairs);
+            __m256i pairs[8];
+            for (int r = 0; r < 8; ++r) pairs[r] = rows_decoded[r].slot_scales;
+            rows_to_lanes(pairs);
+            for (int k = 0; k < 8; ++k) p.slot_pairs[k][h] = pairs[k];
         }
         if constexpr (Format::kOffset) {
-            for (int r = 0; r < kRows; ++r) p.min_pairs[r] = rows_decoded[r].mins;
-            rows_to_lanes(p.min_pairs);
+            __m256i pairs[8];
+            for (int r = 0; r < 8; ++r) pairs[r] = rows_decoded[r].mins;
+            rows_to_lanes(pairs);
+            for (int k = 0; k < 8; ++k) p.min_pairs[k][h] = pairs[k];
         }
-        p.d = factors(d_bits);
-        if constexpr (Format::kOffset) p.dmin = factors(dmin_bits);
+        p.d[h] = factors(d_bits);
+        if constexpr (Format::kOffset) p.dmin[h] = factors(dmin_bits);
     }
 
     // Eight rows' d (or dmin): their f16 bits times the format's kDFactor, built in registers.
-    K3_Q8K_INLINE static __m256 factors(const uint16_t (&bits)[kRows]) {
+    K3_Q8K_INLINE static __m256 factors(const uint16_t (&bits)[8]) {
         const __m256 value = _mm256_cvtph_ps(_mm_setr_epi16(short(bits[0]), short(bits[1]), short(bits[2]), short(bits[3]), short(bits[4]),
                                                             short(bits[5]), short(bits[6]), short(bits[7])));
         if constexpr (Format::kDFactor != 1.0f) return _mm256_mul_ps(value, _mm256_set1_ps(Format::kDFactor));
@@ -686,55 +726,57 @@ struct LaneTiles {
     }
 
     // Four activation bytes (or two int16 slot sums) in every lane.
-    K3_Q8K_INLINE static __m256i quad(const void* p) {
+    K3_Q8K_INLINE static I quad(const void* p) {
         int32_t v;
         std::memcpy(&v, p, 4);
-        return _mm256_set1_epi32(v);
+        return V::broadcast(v);
     }
 
-    // Rows [0, rows <= 8) by tokens [0, n_tokens <= kChunkTokens) of act.
+    // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens) of act.
     static void chunk(const uint8_t* weights, size_t weight_stride, int rows, const uint8_t* act, size_t act_stride,
                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
-        __m256 acc[kChunkTokens], off[kChunkTokens];
-        for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = _mm256_setzero_ps();
+        F acc[kChunkTokens], off[kChunkTokens];
+        for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = V::fzero();
         for (int64_t b = 0; b < n / 256; ++b) {
+            prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
             Panel p;
-            decode_panel(weights, weight_stride, rows, b, p);
+            for (int h = 0; h < kPanels; ++h) decode_eight(weights, weight_stride, rows, b, h, p);
+            const F d = V::loadf(p.d);
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
                 const int count = int(std::min<int64_t>(kTokenGroup, n_tokens - t0));
                 const ActLaneGroup* a[kTokenGroup];
                 for (int t = 0; t < kTokenGroup; ++t)
                     a[t] = reinterpret_cast<const ActLaneGroup*>(act + size_t(t0 + std::min(t, count - 1)) * act_stride) + b;
-                __m256i isum[kTokenGroup];
-                for (int t = 0; t < kTokenGroup; ++t) isum[t] = _mm256_setzero_si256();
-                for (int j = 0; j < 8; ++j)
+                I isum[kTokenGroup];
+                for (int t = 0; t < kTokenGroup; ++t) isum[t] = V::zero();
+                for (int j = 0; j < 8; ++j) {
+                    I q[8];
+                    for (int k = 0; k < 8; ++k) q[k] = V::load(p.q[j][k]);
+                    const I even = V::load(p.even[j]), odd = V::load(p.odd[j]);
                     for (int t = 0; t < kTokenGroup; ++t) {
-                        __m256i quads[8];
+                        I quads[8];
                         for (int k = 0; k < 8; ++k) quads[k] = quad(a[t]->qs + 32 * k + 4 * j);
-                        isum[t] = _mm256_add_epi32(
-                            isum[t], Products::template lane_sums<Traits::kLargestLevel, Traits::kScalesPer32>(p.q[j], quads, p.even[j], p.odd[j]));
+                        isum[t] = Products::template lane_sums<Traits::kLargestLevel, Traits::kScalesPer32>(isum[t], q, quads, even, odd);
                     }
+                }
                 for (int t = 0; t < count; ++t) {
                     const int16_t* bsums = a[t]->bsums;
                     if constexpr (Traits::kBiasShift >= 0) {
-                        __m256i bias = _mm256_setzero_si256();
-                        for (int k = 0; k < 8; ++k) bias = Products::add_scaled(bias, p.slot_pairs[k], quad(bsums + 2 * k));
-                        isum[t] = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(bias, Traits::kBiasShift));
+                        I bias = V::zero();
+                        for (int k = 0; k < 8; ++k) bias = Products::add_scaled(bias, V::load(p.slot_pairs[k]), quad(bsums + 2 * k));
+                        isum[t] = V::sub(isum[t], V::template shift_left<Traits::kBiasShift>(bias));
                     }
-                    const __m256 da = _mm256_set1_ps(a[t]->d[0]);
-                    acc[t0 + t] = _mm256_fmadd_ps(_mm256_mul_ps(p.d, da), _mm256_cvtepi32_ps(isum[t]), acc[t0 + t]);
+                    const F da = V::fbroadcast(a[t]->d[0]);
+                    acc[t0 + t] = V::fma(V::mul(d, da), V::to_float(isum[t]), acc[t0 + t]);
                     if constexpr (Format::kOffset) {
-                        __m256i mins = _mm256_setzero_si256();
-                        for (int k = 0; k < 8; ++k) mins = Products::add_scaled(mins, p.min_pairs[k], quad(bsums + 2 * k));
-                        off[t0 + t] = _mm256_fmadd_ps(_mm256_mul_ps(p.dmin, da), _mm256_cvtepi32_ps(mins), off[t0 + t]);
+                        I mins = V::zero();
+                        for (int k = 0; k < 8; ++k) mins = Products::add_scaled(mins, V::load(p.min_pairs[k]), quad(bsums + 2 * k));
+                        off[t0 + t] = V::fma(V::mul(V::loadf(p.dmin), da), V::to_float(mins), off[t0 + t]);
                     }
                 }
             }
         }
-        // Lanes past `rows` masked off (a copy of the lanes compiled to a memcpy call per
-        // token, 2% of Q4_K_M prefill).
-        const __m256i stored = _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int64_t t = 0; t < n_tokens; ++t) _mm256_maskstore_ps(y + t * y_stride, stored, _mm256_sub_ps(acc[t], off[t]));
+        for (int64_t t = 0; t < n_tokens; ++t) V::store(y + t * y_stride, V::fsub(acc[t], off[t]), rows);
     }
 
     // IntDotLanesFn.
@@ -751,9 +793,9 @@ struct LaneTiles {
 };
 
 // The lane kernel of Format, or null where it has none (levels that are not unsigned bytes).
-template <typename Format, typename Products>
+template <typename Format, typename Products, typename V = YmmLanes>
 IntDotLanesFn lanes_kernel() {
-    if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) return &LaneTiles<Format, Products>::run;
+    if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) return &LaneTiles<Format, Products, V>::run;
     else return nullptr;
 }
 

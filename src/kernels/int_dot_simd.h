@@ -392,6 +392,7 @@ struct LanesBlock {
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int r = 0; r < kRows; ++r) acc[t][r] = off[F::kOffset ? t : 0][r] = _mm256_setzero_ps();
         const auto group = [&](int64_t b, int count) __attribute__((always_inline)) {
+            prefetch_next_tile<F, kRows>(w, w_stride, b);
             typename WeightLevel::Weight wl[kRows][8];
             __m256 w_d[kRows], w_m[kRows];
             group_weights<F, WeightLevel, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);

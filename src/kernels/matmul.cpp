@@ -183,8 +183,8 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     // Tiles of rows split by bytes, so that every thread gets several tasks of about equal
     // weight (load balance) while a tile still spans enough rows to amortize the task hand-out;
     // a multiple of the kernels' row group: four rows for the integer tile kernels
-    // (int_dot_simd.h), eight for the lane kernels' panels (int_dot_q8k_simd.h), sixteen for an
-    // AMX tile.
+    // (int_dot_simd.h), sixteen for the lane kernels' panels (int_dot_q8k_simd.h: eight rows a
+    // register, sixteen at AVX-512) and for an AMX tile.
     tiles.clear();
     size_t total_bytes = 0;
     for (const MatmulGroup& group : groups)
@@ -193,7 +193,7 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     for (size_t g = 0; g < groups.size(); ++g)
         for (size_t k = 0; k < groups[g].outputs.size(); ++k) {
             const MatrixView& w = *groups[g].outputs[k].w;
-            const int64_t row_group = plans[g].amx_packed ? 16 : plans[g].lane_packed ? 8 : 4;
+            const int64_t row_group = plans[g].amx_packed || plans[g].lane_packed ? 16 : 4;
             const int64_t rows = std::max<int64_t>(16, int64_t((task_bytes + w.row_stride - 1) / w.row_stride));
             const int64_t tile = (rows + row_group - 1) / row_group * row_group;
             for (int64_t first = 0; first < w.rows; first += tile)
