@@ -19,6 +19,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include "kernels/int_dot_simd.h"
+#include "kernels/zmm_lanes.h"
 
 namespace k3::kernels {
 namespace {
@@ -38,9 +39,8 @@ struct Avx512VnniLevel {
     static __m256i product(const Weight& w, __m256i a) {
         return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w.magnitude, _mm256_sign_epi8(a, w.w));
     }
-    // The product of unsigned (biased) levels, added to acc (the lane kernels) or alone (decode).
-    static __m256i dot_unsigned(__m256i acc, __m256i levels, __m256i a) { return _mm256_dpbusd_epi32(acc, levels, a); }
-    static __m256i unsigned_product(__m256i u, __m256i a) { return dot_unsigned(_mm256_setzero_si256(), u, a); }
+    // The product of unsigned (biased) levels (decode's tiles).
+    static __m256i unsigned_product(__m256i u, __m256i a) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a); }
 };
 
 }  // namespace
@@ -56,15 +56,16 @@ const IntDotKernels& avx512_int_dot_kernels() {
 
 const IntDotTileKernels& avx512_int_dot_tile_kernels() {
     using namespace int_formats;
-    using int_simd::int_dot_lanes;
     using int_simd::int_dot_tile;
     using L = Avx512VnniLevel;
-    static const IntDotTileKernels k{int_dot_tile<Q8_0, L>,  int_dot_tile<Mxfp4, L>, int_dot_tile<Q4_0, L>,
-                                     int_dot_tile<Q5_0, L>,  int_dot_tile<Iq4Nl, L>, int_dot_tile<Q4_1, L>,
+    using int_simd::RowLanes;
+    using Z = int_simd::ZmmLanes;
+    static const IntDotTileKernels k{int_dot_tile<Q8_0, L>,      int_dot_tile<Mxfp4, L>,    int_dot_tile<Q4_0, L>,
+                                     int_dot_tile<Q5_0, L>,      int_dot_tile<Iq4Nl, L>,    int_dot_tile<Q4_1, L>,
                                      int_dot_tile<Q5_1, L>,
-                                     int_dot_lanes<Q8_0, L>,  int_dot_lanes<Mxfp4, L>, int_dot_lanes<Q4_0, L>,
-                                     int_dot_lanes<Q5_0, L>,  int_dot_lanes<Iq4Nl, L>, int_dot_lanes<Q4_1, L>,
-                                     int_dot_lanes<Q5_1, L>};
+                                     RowLanes<Q8_0, Z>::run,  RowLanes<Mxfp4, Z>::run, RowLanes<Q4_0, Z>::run,
+                                     RowLanes<Q5_0, Z>::run,  RowLanes<Iq4Nl, Z>::run, RowLanes<Q4_1, Z>::run,
+                                     RowLanes<Q5_1, Z>::run};
     return k;
 }
 

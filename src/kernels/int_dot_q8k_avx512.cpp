@@ -16,6 +16,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #include "kernels/int_dot_q8k_simd.h"
+#include "kernels/zmm_lanes.h"
 
 namespace k3::kernels {
 namespace {
@@ -63,30 +64,6 @@ struct VnniProducts {
     }
 };
 
-// Sixteen rows in the lanes of a zmm for the lane kernels (LaneTiles, int_dot_q8k_simd.h's
-// YmmLanes at twice the width): each broadcast activation quad and each vpdpbusd serve twice the
-// rows, the panels decoded eight rows at a time as at every level.
-struct ZmmLanes {
-    using I = __m512i;
-    using F = __m512;
-    static constexpr int kRows = 16;
-    static I zero() { return _mm512_setzero_si512(); }
-    static F fzero() { return _mm512_setzero_ps(); }
-    static I load(const __m256i* p) { return _mm512_loadu_si512(p); }
-    static F loadf(const __m256* p) { return _mm512_loadu_ps(p); }
-    static I broadcast(int32_t v) { return _mm512_set1_epi32(v); }
-    static F fbroadcast(float v) { return _mm512_set1_ps(v); }
-    static I add(I a, I b) { return _mm512_add_epi32(a, b); }
-    static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
-    template <int kShift>
-    static I shift_left(I a) { return _mm512_slli_epi32(a, kShift); }
-    static F fsub(F a, F b) { return _mm512_sub_ps(a, b); }
-    static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-    static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
-    static F to_float(I a) { return _mm512_cvtepi32_ps(a); }
-    static void store(float* y, F v, int rows) { _mm512_mask_storeu_ps(y, __mmask16((1u << rows) - 1), v); }
-};
-
 }  // namespace
 
 IntDotFn avx512_q8k_int_dot(tensor::Type weight) {
@@ -101,7 +78,7 @@ IntDotTileFn avx512_q8k_int_dot_tile(tensor::Type weight) {
 
 IntDotLanesFn avx512_q8k_int_dot_lanes(tensor::Type weight) {
     return q8k_formats::with_format<IntDotLanesFn>(weight, nullptr,
-                                                   []<typename F>() { return q8k_simd::lanes_kernel<F, VnniProducts, ZmmLanes>(); });
+                                                   []<typename F>() { return q8k_simd::lanes_kernel<F, VnniProducts, int_simd::ZmmLanes>(); });
 }
 
 }  // namespace k3::kernels

@@ -607,37 +607,6 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
     }
 }
 
-// The registers of a lane kernel (LaneTiles): kRows weight rows in the lanes of one register,
-// in panels of eight (the halves of an AVX-512 register; this header's ymm for eight rows, the
-// AVX-512 level's own policy for sixteen, int_dot_q8k_avx512.cpp).
-//   I, F: the int32 and f32 registers; load(const __m256i*) / loadf(const __m256*): kRows / 8
-//   adjacent ymm as one register; broadcast(int32), fbroadcast(float); add, sub, shift_left<s>;
-//   fma, mul, to_float; store(y, v, rows): lanes below rows to y.
-struct YmmLanes {
-    using I = __m256i;
-    using F = __m256;
-    static constexpr int kRows = 8;
-    static I zero() { return _mm256_setzero_si256(); }
-    static F fzero() { return _mm256_setzero_ps(); }
-    static I load(const __m256i* p) { return *p; }
-    static F loadf(const __m256* p) { return *p; }
-    static I broadcast(int32_t v) { return _mm256_set1_epi32(v); }
-    static F fbroadcast(float v) { return _mm256_set1_ps(v); }
-    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-    static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
-    template <int kShift>
-    static I shift_left(I a) { return _mm256_slli_epi32(a, kShift); }
-    static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
-    static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
-    static F to_float(I a) { return _mm256_cvtepi32_ps(a); }
-    // Lanes past `rows` masked off (a copy of the lanes compiled to a memcpy call per token, 2%
-    // of Q4_K_M prefill).
-    static void store(float* y, F v, int rows) {
-        _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
-    }
-};
-
 // Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
 // levels, with the rows in the lanes: V::kRows weight rows' blocks are decoded and transposed
 // once per call (a panel: lane r of each register is row r), so that each byte product takes one
@@ -650,7 +619,7 @@ struct YmmLanes {
 //   even_r · Σ_{k<4} q[k]·act[k] + odd_r · Σ_{k>=4} q[k]·act[k] over lane r's four bytes;
 //   Products::add_scaled(acc, pairs, scales): acc + the int16 pair products of pairs and scales;
 // both for V's registers.
-template <typename Format, typename Products, typename V = YmmLanes>
+template <typename Format, typename Products, typename V = int_simd::YmmLanes>
 struct LaneTiles {
     using Block = typename Format::BlockType;
     using Traits = Simd<Format>;
@@ -793,7 +762,7 @@ struct LaneTiles {
 };
 
 // The lane kernel of Format, or null where it has none (levels that are not unsigned bytes).
-template <typename Format, typename Products, typename V = YmmLanes>
+template <typename Format, typename Products, typename V = int_simd::YmmLanes>
 IntDotLanesFn lanes_kernel() {
     if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) return &LaneTiles<Format, Products, V>::run;
     else return nullptr;

@@ -149,6 +149,40 @@ template <typename F>
     }
 }
 
+// The registers of the kernels with the rows in the lanes (RowLanes below, int_dot_q8k_simd.h's
+// LaneTiles): kRows weight rows in the lanes of one register, decoded in panels of eight (the
+// ymm halves of an AVX-512 register); ymm here, eight rows (LaneTiles at AVX2); zmm_lanes.h's
+// sixteen at AVX-512.
+//   I, F: the int32 and f32 registers; load(const __m256i*) / loadf(const __m256*): kRows / 8
+//   adjacent ymm as one register; broadcast(int32), fbroadcast(float); add, sub, shift_left<s>;
+//   fadd, fsub, fma, mul, to_float; store(y, v, rows): lanes below rows to y; and for RowLanes
+//   dot_unsigned(acc, u, s): acc + the four products of unsigned u and signed s bytes per lane.
+struct YmmLanes {
+    using I = __m256i;
+    using F = __m256;
+    static constexpr int kRows = 8;
+    static I zero() { return _mm256_setzero_si256(); }
+    static F fzero() { return _mm256_setzero_ps(); }
+    static I load(const __m256i* p) { return *p; }
+    static F loadf(const __m256* p) { return *p; }
+    static I broadcast(int32_t v) { return _mm256_set1_epi32(v); }
+    static F fbroadcast(float v) { return _mm256_set1_ps(v); }
+    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+    template <int kShift>
+    static I shift_left(I a) { return _mm256_slli_epi32(a, kShift); }
+    static F fadd(F a, F b) { return _mm256_add_ps(a, b); }
+    static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
+    static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static F to_float(I a) { return _mm256_cvtepi32_ps(a); }
+    // Lanes past `rows` masked off (a copy of the lanes compiled to a memcpy call per token, 2%
+    // of Q4_K_M prefill).
+    static void store(float* y, F v, int rows) {
+        _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+    }
+};
+
 // Group b's weights for kRows rows (w_stride bytes apart): their levels as Level::Weight, in
 // block order or, where kLanes, transposed to the lane layout (int_dot.h, ActLaneGroup); their
 // scales, and their offsets (zero for formats without).
@@ -333,26 +367,26 @@ struct BiasedLevels {
     static Weight weight(__m256i levels) { return _mm256_add_epi8(levels, _mm256_set1_epi8(char(kBias))); }
 };
 
-// The tile of TileBlock on lane-packed activations (int_dot.h, ActLaneGroup), for prefill: a
-// call's groups outermost, so that each group's weight levels are decoded and transposed to the
-// lane layout once per row for all of the call's tokens (up to kTokenChunk), and a (row, token)
-// pair costs eight products and adds with each block's sum in its own lane, then the same float
-// steps into accumulators kept in memory across the groups (a load and a store per group).
+// The tile of TileBlock on lane-packed activations (int_dot.h, ActLaneGroup), for prefill at
+// the levels with maddubs' pair sums (AVX2; AVX-512 VNNI has RowLanes below): a call's groups
+// outermost, so that each group's weight levels are decoded and transposed to the lane layout
+// once per row for all of the call's tokens (up to kTokenChunk), and a (row, token) pair costs
+// eight products and adds with each block's sum in its own lane, then the same float steps into
+// accumulators kept in memory across the groups (a load and a store per group).
 template <typename F, typename Level>
 struct LanesBlock {
-    // The weights' levels plus a bias as unsigned bytes, with the bias times the activations'
-    // block sums (ActLaneGroup::sums) taken off once per token and group, so that no product
-    // needs a sign step. Without pair sums (VNNI's vpdpbusd adds four byte products in int32)
-    // every format takes the bias 128, which maps any int8 level into [0, 255]. With them
-    // (AVX2's maddubs) only the formats of small levels can, biased by their largest magnitude:
-    // one maddubs per product, kPairRun pair sums added in int16 (they stay under 2^15) before
-    // one widening. The offset formats' levels are unsigned already (bias 0).
-    static constexpr int kBias = F::kOffset ? 0 : Level::kPairSums ? F::kMaxLevel : 128;
+    static_assert(Level::kPairSums);
+    // The formats of small levels take them plus a bias as unsigned bytes, biased by their
+    // largest magnitude, with the bias times the activations' block sums (ActLaneGroup::sums)
+    // taken off once per token and group, so that no product needs a sign step: one maddubs per
+    // product, kPairRun pair sums added in int16 (they stay under 2^15) before one widening. The
+    // offset formats' levels are unsigned already (bias 0); Q8_0's and IQ4_NL's would overflow
+    // the pair sums and keep the sign step.
+    static constexpr int kBias = F::kOffset ? 0 : F::kMaxLevel;
     static constexpr int kLargest = kBias + F::kMaxLevel;
-    static constexpr bool kUnsignedLevels = !Level::kPairSums || kLargest <= 32;
+    static constexpr bool kUnsignedLevels = kLargest <= 32;
     static constexpr int kPairRun = 8 * 2 * kLargest * 127 <= INT16_MAX ? 8 : 4;
-    static_assert(!Level::kPairSums || !kUnsignedLevels || kPairRun * 2 * kLargest * 127 <= INT16_MAX);
-    static_assert(F::kMaxLevel <= 128);  // int8 levels: level + 128 is a byte
+    static_assert(!kUnsignedLevels || kPairRun * 2 * kLargest * 127 <= INT16_MAX);
     using WeightLevel = std::conditional_t<kUnsignedLevels, BiasedLevels<kBias>, Level>;
     // The tokens of one call: their accumulators live on the stack.
     static constexpr int64_t kTokenChunk = 16;
@@ -360,16 +394,7 @@ struct LanesBlock {
     // Group b's integer block sums of row r's weights wl with the token's activations qs.
     [[gnu::always_inline]] static __m256i block_sums(const typename WeightLevel::Weight (&wl)[8], const __m256i (&qs)[8],
                                                      __m256i bias_sums) {
-        if constexpr (kUnsignedLevels && !Level::kPairSums) {
-            // Two chains of four, so that the products' latency overlaps.
-            __m256i even = Level::dot_unsigned(_mm256_setzero_si256(), wl[0], qs[0]);
-            __m256i odd = Level::dot_unsigned(_mm256_setzero_si256(), wl[1], qs[1]);
-            for (int k = 2; k < 8; k += 2) {
-                even = Level::dot_unsigned(even, wl[k], qs[k]);
-                odd = Level::dot_unsigned(odd, wl[k + 1], qs[k + 1]);
-            }
-            return _mm256_sub_epi32(_mm256_add_epi32(even, odd), bias_sums);
-        } else if constexpr (kUnsignedLevels) {
+        if constexpr (kUnsignedLevels) {
             __m256i sums = _mm256_setzero_si256();
             for (int k0 = 0; k0 < 8; k0 += kPairRun) {
                 __m256i pairs = _mm256_maddubs_epi16(wl[k0], qs[k0]);
@@ -437,6 +462,123 @@ void int_dot_lanes(const void* weight_rows, size_t weight_stride, int64_t n_rows
                                                        y + t0 * y_stride + r, y_stride);
     });
 }
+
+// Prefill on lane-packed activations with the rows in the lanes (V: a register policy with
+// vpdpbusd, zmm_lanes.h's sixteen rows at AVX-512 VNNI): per group of eight blocks, V::kRows weight rows' levels plus
+// kBias are decoded as unsigned bytes and transposed once per call (a panel: lane r of each
+// register is row r), so that each byte product takes one activation quad broadcast to every
+// lane (vpdpbusd) and leaves the rows' block sums in one register; the bias times the token's
+// block sum comes off as one broadcast, and each block's float steps (int_dot.h) apply lane-wise
+// to accumulators per token and block % 8, reduced in int_dot.h's order at the end.
+template <typename F, typename V>
+struct RowLanes {
+    using I = typename V::I;
+    using Fv = typename V::F;
+    static constexpr int kBias = F::kOffset ? 0 : 128;  // any int8 level + 128 is a byte
+    static_assert(F::kMaxLevel <= 128);
+    static constexpr int kRows = V::kRows, kPanels = kRows / 8, kTokenGroup = 4;
+    static constexpr int64_t kChunkTokens = 32;
+
+    // One group of eight blocks of kRows rows, as kPanels ymm of eight rows each.
+    struct Panel {
+        __m256i q[8][8][kPanels];                // [block j][quad k]: lane r row r's levels 4k..4k+3 + kBias
+        __m256 d[8][kPanels], m[8][kPanels];     // block j's scale and offset (F::kOffset) of each row
+    };
+
+    // Rows [8h, 8h + 8) of the panel's `rows` (the lanes past it repeat the last row, never
+    // stored) into its ymm h; blocks past count are zeros.
+    [[gnu::always_inline]] static void decode_eight(const uint8_t* w, size_t w_stride, int rows, int64_t b, int count, int h,
+                                                    Panel& p) {
+        __m256i levels[8][8];  // [row][block]
+        __m256 d[8], m[8];
+        for (int r = 0; r < 8; ++r) {
+            const uint8_t* wb = w + size_t(std::min(8 * h + r, rows - 1)) * w_stride + b * F::kBytes;
+            for (int j = 0; j < 8; ++j)
+                levels[r][j] = j < count ? biased_levels<F, kBias>(wb + j * F::kBytes) : _mm256_setzero_si256();
+            d[r] = weight_scales<F>(wb, count);
+            if constexpr (F::kOffset) m[r] = f16_lanes(wb + 2, F::kBytes, count);
+        }
+        for (int j = 0; j < 8; ++j) {
+            __m256i v[8];
+            for (int r = 0; r < 8; ++r) v[r] = levels[r][j];
+            transpose_lanes(v);
+            for (int k = 0; k < 8; ++k) p.q[j][k][h] = v[k];
+        }
+        const auto to_lanes = [h](__m256 (&rows_of)[8], __m256 (&out)[8][kPanels]) __attribute__((always_inline)) {
+            __m256i v[8];
+            for (int r = 0; r < 8; ++r) v[r] = _mm256_castps_si256(rows_of[r]);
+            transpose_lanes(v);
+            for (int j = 0; j < 8; ++j) out[j][h] = _mm256_castsi256_ps(v[j]);
+        };
+        to_lanes(d, p.d);
+        if constexpr (F::kOffset) to_lanes(m, p.m);
+    }
+
+    // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens).
+    static void chunk(const uint8_t* w, size_t w_stride, int rows, const uint8_t* act, size_t act_stride, int64_t n_tokens,
+                      int64_t n, float* y, int64_t y_stride) {
+        Fv acc[kChunkTokens][8], off[F::kOffset ? kChunkTokens : 1][8];
+        for (int64_t t = 0; t < n_tokens; ++t)
+            for (int j = 0; j < 8; ++j) acc[t][j] = off[F::kOffset ? t : 0][j] = V::fzero();
+        const int64_t n_blocks = n / 32;
+        for (int64_t b = 0; b < n_blocks; b += 8) {
+            const int count = int(std::min<int64_t>(8, n_blocks - b));
+            prefetch_next_tile<F, kRows>(w, w_stride, b);
+            Panel p;
+            for (int h = 0; h < kPanels; ++h) decode_eight(w, w_stride, rows, b, count, h, p);
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
+                const int tokens = int(std::min<int64_t>(kTokenGroup, n_tokens - t0));
+                const ActLaneGroup* a[kTokenGroup];
+                for (int t = 0; t < kTokenGroup; ++t)
+                    a[t] = reinterpret_cast<const ActLaneGroup*>(act + size_t(t0 + std::min(t, tokens - 1)) * act_stride) + b / 8;
+                for (int j = 0; j < count; ++j) {
+                    I q[8];
+                    for (int k = 0; k < 8; ++k) q[k] = V::load(p.q[j][k]);
+                    const Fv d = V::loadf(p.d[j]);
+                    for (int t = 0; t < kTokenGroup; ++t) {
+                        // Two chains of four, so that the products' latency overlaps; the low
+                        // one starts from minus the bias times the block's activation sum.
+                        I low = V::broadcast(-kBias * a[t]->sums[j]), high = V::zero();
+                        for (int k = 0; k < 4; ++k) {
+                            low = V::dot_unsigned(low, q[k], quad(a[t]->qs + 32 * k + 4 * j));
+                            high = V::dot_unsigned(high, q[k + 4], quad(a[t]->qs + 32 * (k + 4) + 4 * j));
+                        }
+                        if (t >= tokens) continue;
+                        Fv& sum = acc[t0 + t][j];
+                        sum = V::fma(V::mul(d, V::fbroadcast(a[t]->d[j])), V::to_float(V::add(low, high)), sum);
+                        if constexpr (F::kOffset) off[t0 + t][j] = V::fma(V::loadf(p.m[j]), V::fbroadcast(a[t]->s[j]), off[t0 + t][j]);
+                    }
+                }
+            }
+        }
+        for (int64_t t = 0; t < n_tokens; ++t)
+            V::store(y + t * y_stride, F::kOffset ? V::fadd(reduce(acc[t]), reduce(off[t])) : reduce(acc[t]), rows);
+    }
+
+    // int_dot.h's reduction of a token's eight accumulators: ((0+4)+(2+6))+((1+5)+(3+7)).
+    [[gnu::always_inline]] static Fv reduce(const Fv (&v)[8]) {
+        return V::fadd(V::fadd(V::fadd(v[0], v[4]), V::fadd(v[2], v[6])), V::fadd(V::fadd(v[1], v[5]), V::fadd(v[3], v[7])));
+    }
+
+    // Four activation bytes in every lane.
+    [[gnu::always_inline]] static I quad(const int8_t* p) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return V::broadcast(v);
+    }
+
+    // IntDotLanesFn.
+    static void run(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+        const auto* w = static_cast<const uint8_t*>(weight_rows);
+        const auto* act = static_cast<const uint8_t*>(act_rows);
+        for (int64_t r0 = 0; r0 < n_rows; r0 += kRows)
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunkTokens)
+                chunk(w + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(kRows, n_rows - r0)),
+                      act + size_t(t0) * act_stride, act_stride, std::min(kChunkTokens, n_tokens - t0), n, y + t0 * y_stride + r0,
+                      y_stride);
+    }
+};
 
 }  // namespace
 }  // namespace k3::kernels::int_simd

@@ -251,11 +251,11 @@ TEST_P(IntDot, EqualsScalarReferenceOnRandomBlocks) {
 }
 
 // The tile and lane kernels give every (row, token) exactly the single-token kernel's value, for
-// every count of rows and tokens around the tile sizes (up to four of each, and past the lane
-// kernels' chunk of 16 tokens); matmul's native path gives every (token, row) exactly the scalar
-// reference's value.
+// every count of rows and tokens around the tile sizes (up to four of each, around the lane
+// kernels' panels of eight or sixteen rows, and past their chunks of 16 or 32 tokens); matmul's
+// native path gives every (token, row) exactly the scalar reference's value.
 TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
-    const int64_t n = 32 * 20, rows = 24, tokens = 18;
+    const int64_t n = 32 * 20, rows = 24, tokens = 34;
     std::mt19937 rng(5);
     std::vector<uint8_t> weights(tensor::row_bytes(*traits_, n) * rows);
     const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
@@ -286,7 +286,8 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
             ASSERT_NE(dot_tile, nullptr) << isa_name(isa);
             const auto* rows_in = lane_kernel ? reinterpret_cast<const uint8_t*>(lanes.data()) : act.data();
             const size_t stride = lane_kernel ? lane_bytes : act_bytes;
-            for (int64_t row_count : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(7), int64_t(8), rows})
+            for (int64_t row_count : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(7), int64_t(8), int64_t(15),
+                                       int64_t(16), int64_t(17), rows})
                 for (int64_t count = 1; count <= tokens; ++count) {
                     std::vector<float> y(size_t(count * y_stride), -1.0f);
                     dot_tile(weights.data(), w_bytes, row_count, rows_in, stride, count, n, y.data(), y_stride);
