@@ -2,6 +2,7 @@
 // the thread pool, the KDA path choice and the intermediate dumper.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -101,6 +102,17 @@ struct ForwardContext {
     }
     void emit(const std::string& name, const float* data, int64_t rows, int64_t cols) const {
         if (dump && *dump) (*dump)(name, data, rows, cols);
+    }
+    // fn(first, last) over the items [0, n), each of about item_values values of work: in pieces
+    // on the pool's threads when the whole is worth the hand-off (prefill), else in one call on
+    // this thread (decode). The items must be independent (rows, channels, elements), so that
+    // the results do not depend on the split.
+    template <typename Fn>
+    void for_each_piece(int64_t n, int64_t item_values, Fn&& fn) const {
+        constexpr int64_t kPieceValues = int64_t(1) << 14;  // a few microseconds of elementwise work
+        const int64_t pieces = std::min({n, int64_t(pool.size()) * 4, n * item_values / kPieceValues});
+        if (pieces <= 1) return fn(int64_t(0), n);
+        pool.parallel_for(pieces, [&](int64_t piece, int) { fn(n * piece / pieces, n * (piece + 1) / pieces); });
     }
 };
 

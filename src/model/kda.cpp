@@ -157,37 +157,44 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
         float* conv_state = states[is]->conv.data();  // [3][I][K-1]
         const int64_t part = I * (K - 1);
         capture_conv(s, il, states[is]->conv, {u_q.data(), u_k.data(), u_v.data()}, I, K);
-        kernels::causal_conv(u_q.data() + s.first * I, I, s.n_tokens, I, w.conv_q.data(), int(K), conv_state,
-                             q.data() + s.first * I, I);
-        kernels::causal_conv(u_k.data() + s.first * I, I, s.n_tokens, I, w.conv_k.data(), int(K), conv_state + part,
-                             k.data() + s.first * I, I);
-        kernels::causal_conv(u_v.data() + s.first * I, I, s.n_tokens, I, w.conv_v.data(), int(K),
-                             conv_state + 2 * part, v.data() + s.first * I, I);
+        // (in pieces of channels, each convolved alone)
+        ctx.for_each_piece(I, 3 * s.n_tokens * K, [&](int64_t c0, int64_t c1) {
+            const auto conv = [&](const std::vector<float>& u, const std::vector<float>& taps, float* state, std::vector<float>& out) {
+                kernels::causal_conv(u.data() + s.first * I + c0, I, s.n_tokens, c1 - c0, taps.data() + c0 * K, int(K),
+                                     state + c0 * (K - 1), out.data() + s.first * I + c0, I);
+            };
+            conv(u_q, w.conv_q, conv_state, q);
+            conv(u_k, w.conv_k, conv_state + part, k);
+            conv(u_v, w.conv_v, conv_state + 2 * part, v);
+        });
     }
-    kernels::silu(q.data(), int64_t(rows), q.data());
-    kernels::silu(k.data(), int64_t(rows), k.data());
-    kernels::silu(v.data(), int64_t(rows), v.data());
 
     // 4.2 q, k: per head x / max(||x||, eps); q also * 1/sqrt(D).  4.3 gate g and beta.
     const float q_scale = 1.0f / std::sqrt(float(D));
-    for (int64_t t = 0; t < n; ++t) {
-        for (int64_t h = 0; h < H; ++h) {
-            float* qh = q.data() + t * I + h * D;
-            kernels::l2_norm(qh, hp.rms_eps, D, qh);
-            for (int64_t d = 0; d < D; ++d) qh[d] *= q_scale;
-            float* kh = k.data() + t * I + h * D;
-            kernels::l2_norm(kh, hp.rms_eps, D, kh);
-            // ssm_a = -A_h.  K3: g = lb * sigmoid(A_h * r);  Kimi-Linear: g = -A_h * softplus(r)
-            float* gh = gate.data() + t * I + h * D;
-            const float* bias = w.dt_bias.data() + h * D;
-            const float A = -w.a[size_t(h)];
-            for (int64_t d = 0; d < D; ++d) {
-                const float r = gh[d] + bias[d];
-                gh[d] = hp.gate_lower_bound ? *hp.gate_lower_bound * kernels::sigmoid(A * r) : -A * softplus(r);
+    ctx.for_each_piece(n, 4 * I, [&](int64_t t0, int64_t t1) {
+        const int64_t first = t0 * I, count = (t1 - t0) * I;
+        kernels::silu(q.data() + first, count, q.data() + first);
+        kernels::silu(k.data() + first, count, k.data() + first);
+        kernels::silu(v.data() + first, count, v.data() + first);
+        kernels::sigmoid(beta.data() + t0 * H, (t1 - t0) * H, beta.data() + t0 * H);
+        for (int64_t t = t0; t < t1; ++t) {
+            for (int64_t h = 0; h < H; ++h) {
+                float* qh = q.data() + t * I + h * D;
+                kernels::l2_norm(qh, hp.rms_eps, D, qh);
+                for (int64_t d = 0; d < D; ++d) qh[d] *= q_scale;
+                float* kh = k.data() + t * I + h * D;
+                kernels::l2_norm(kh, hp.rms_eps, D, kh);
+                // ssm_a = -A_h.  K3: g = lb * sigmoid(A_h * r);  Kimi-Linear: g = -A_h * softplus(r)
+                float* gh = gate.data() + t * I + h * D;
+                const float* bias = w.dt_bias.data() + h * D;
+                const float A = -w.a[size_t(h)];
+                for (int64_t d = 0; d < D; ++d) {
+                    const float r = gh[d] + bias[d];
+                    gh[d] = hp.gate_lower_bound ? *hp.gate_lower_bound * kernels::sigmoid(A * r) : -A * softplus(r);
+                }
             }
         }
-    }
-    kernels::sigmoid(beta.data(), n * H, beta.data());
+    });
 
     // 4.4 / 4.5 the delta rule, one task per (sequence, head)
     std::vector<float> o(rows);  // [n][I]
@@ -221,12 +228,14 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     });
 
     // 4.6 per-head RMSNorm (shared weight), sigmoid gate, output projection
-    for (int64_t t = 0; t < n; ++t)
-        for (int64_t h = 0; h < H; ++h) {
-            float* oh = o.data() + t * I + h * D;
-            kernels::rms_norm(oh, w.norm.data(), hp.rms_eps, D, oh);
-        }
-    kernels::multiply_sigmoid(z.data(), int64_t(rows), o.data());
+    ctx.for_each_piece(n, 2 * I, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+            for (int64_t h = 0; h < H; ++h) {
+                float* oh = o.data() + t * I + h * D;
+                kernels::rms_norm(oh, w.norm.data(), hp.rms_eps, D, oh);
+            }
+        kernels::multiply_sigmoid(z.data() + t0 * I, (t1 - t0) * I, o.data() + t0 * I);
+    });
     project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, D, out);
     ctx.emit(layer_name(il, "kda_out"), out, n, hp.n_embd);
 }

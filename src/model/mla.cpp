@@ -28,13 +28,17 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     heads_ctx.linear_same_input(std::span(of_x, w.gate ? 3 : 2), x, n);
     // 1. q = W_qb · RMSNorm(W_qa · x) (LoRA) or W_q · x: [n][H][Dk], per head [q_nope | q_pe]
     if (w.q_a) {
-        for (int64_t t = 0; t < n; ++t)
-            kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
+        ctx.for_each_piece(n, Lq, [&](int64_t first, int64_t last) {
+            for (int64_t t = first; t < last; ++t)
+                kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
+        });
         heads_ctx.linear(*w.q_b, q_a.data(), n, q.data());
     }
     // 2. kv = W_kva · x: [n][Lkv + Dr]; c = RMSNorm(kv[:Lkv]), k_pe = kv[Lkv:] (raw, no RoPE)
-    for (int64_t t = 0; t < n; ++t)
-        kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
+    ctx.for_each_piece(n, Lkv, [&](int64_t first, int64_t last) {
+        for (int64_t t = first; t < last; ++t)
+            kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
+    });
     for (const SequenceSlice& s : sequences)
         s.state->layers[size_t(il)].mla.append(kv.data() + s.first * row, s.n_tokens);
 

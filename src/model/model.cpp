@@ -159,6 +159,17 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     ctx.emit("inp_embd", partial.data(), n, E);
     BlockStack stack;
     std::vector<float> mixed(size_t(n * E)), normed(size_t(n * E)), sublayer(size_t(n * E));
+    const auto norm_mixed = [&](const std::vector<float>& weight) {
+        ctx.for_each_piece(n, E, [&](int64_t first, int64_t last) {
+            for (int64_t t = first; t < last; ++t)
+                kernels::rms_norm(mixed.data() + t * E, weight.data(), hp_.rms_eps, E, normed.data() + t * E);
+        });
+    };
+    const auto add_sublayer = [&] {
+        ctx.for_each_piece(n * E, 1, [&](int64_t first, int64_t last) {
+            for (int64_t i = first; i < last; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+        });
+    };
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const LayerWeights& layer = weights_.layers[size_t(il)];
         // 3.2.2-3 x = Mix(P, stack); bank the raw layer input every block_size layers
@@ -166,23 +177,21 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
         const bool banked = hp_.attn_res_block_size > 0 && il % hp_.attn_res_block_size == 0;
         if (banked) stack.snapshots.push_back(partial);
         // 3.2.4-5 a = Mixer(RMSNorm(x)); P = a if banked, else P + a
-        for (int64_t t = 0; t < n; ++t)
-            kernels::rms_norm(mixed.data() + t * E, layer.attn_norm.data(), hp_.rms_eps, E, normed.data() + t * E);
+        norm_mixed(layer.attn_norm);
         ctx.emit(layer_name(il, "attn_norm"), normed.data(), n, E);
         if (layer.kda) kda_forward(ctx, *layer.kda, il, normed.data(), n, slices, sublayer.data());
         else mla_forward(ctx, *layer.mla, il, normed.data(), n, slices, sublayer.data());
         if (banked) partial.swap(sublayer);
-        else for (int64_t i = 0; i < n * E; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+        else add_sublayer();
         ctx.emit(layer_name(il, "prefix_sum_attn"), partial.data(), n, E);
         // 3.2.6-8 f = FFN(RMSNorm(Mix(P, stack))); P = P + f
         attn_res_mix(ctx, stack, partial.data(), layer.ffn_res_score, n, mixed.data());
-        for (int64_t t = 0; t < n; ++t)
-            kernels::rms_norm(mixed.data() + t * E, layer.ffn_norm.data(), hp_.rms_eps, E, normed.data() + t * E);
+        norm_mixed(layer.ffn_norm);
         ctx.emit(layer_name(il, "ffn_norm"), normed.data(), n, E);
         if (layer.dense) situ_glu(ctx, *layer.dense, normed.data(), n, sublayer.data());
         else moe_forward(ctx, *layer.moe, il, normed.data(), n, sublayer.data());
         ctx.emit(layer_name(il, "ffn_out"), sublayer.data(), n, E);
-        for (int64_t i = 0; i < n * E; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+        add_sublayer();
         ctx.emit(layer_name(il, "l_out"), partial.data(), n, E);
     }
     // 3.3 final mix; keep only the rows whose logits are wanted; 8. norm and head

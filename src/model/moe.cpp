@@ -8,6 +8,7 @@
 
 #include "kernels/vector_ops.h"
 #include "model/expert_source.h"
+#include "model/situ.h"
 
 namespace k3::model {
 
@@ -75,6 +76,7 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     shared_gate.reserve(n * size_t(hp.n_expert_shared) * Fe);  // the shared experts' width
     shared_up.reserve(n * size_t(hp.n_expert_shared) * Fe);
     inputs.reserve(members * Ls);
+    gathered.reserve(members);
     gate.reserve(members * Fe);
     up.reserve(members * Fe);
     expert_out.reserve(members * Ls);
@@ -171,8 +173,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     // with the routed experts' outputs)
     const kernels::MatmulOutput shared_down{w.shared ? &w.shared->down : nullptr, s.shared.data(), E};
     if (w.shared) {
-        kernels::situ(s.shared_gate.data(), s.shared_up.data(), hp.situ_beta, hp.situ_linear_beta, n * Fs,
-                      s.shared_gate.data());
+        situ_in_place(ctx, s.shared_gate.data(), s.shared_up.data(), n * Fs);
         if (ctx.collective) ctx.observed(w.shared->down, s.shared_gate.data(), Fs, n);
         else ctx.linear(w.shared->down, s.shared_gate.data(), n, s.shared.data());
     }
@@ -194,19 +195,29 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         s.up.resize(size_t(batch_rows * Fe));
         s.products.clear();
         s.groups.clear();
+        // A single token's row is read in place (decode: every expert reads the one row, so it is
+        // rounded once); several are gathered into contiguous rows, batch row i from member
+        // gathered[i].
+        s.gathered.clear();
+        for (const ExpertMatrices& expert : batch)
+            if (const int64_t first = s.first_member[size_t(expert.expert)], last = s.first_member[size_t(expert.expert) + 1];
+                last - first > 1)
+                for (int64_t i = first; i < last; ++i) s.gathered.push_back(i);
+        ctx.for_each_piece(int64_t(s.gathered.size()), Ls, [&](int64_t first, int64_t last) {
+            for (int64_t i = first; i < last; ++i) {
+                const float* src = z + s.member_token[size_t(s.gathered[size_t(i)])] * Ls;
+                std::copy(src, src + Ls, s.inputs.begin() + i * Ls);
+            }
+        });
         int64_t row = 0;  // the expert's first row of inputs, gate and up
+        int64_t gathered_row = 0;
         for (const ExpertMatrices& expert : batch) {
             const int64_t first = s.first_member[size_t(expert.expert)];
             const int64_t m = s.first_member[size_t(expert.expert) + 1] - first;
-            // A single token's row is read in place (decode: every expert reads the one row, so it
-            // is rounded once); several are gathered into contiguous rows.
             const float* x = z + s.member_token[size_t(first)] * Ls;
             if (m > 1) {
-                for (int64_t i = 0; i < m; ++i) {
-                    const float* src = z + s.member_token[size_t(first + i)] * Ls;
-                    std::copy(src, src + Ls, s.inputs.begin() + (row + i) * Ls);
-                }
-                x = s.inputs.data() + row * Ls;
+                x = s.inputs.data() + gathered_row * Ls;
+                gathered_row += m;
             }
             if (ctx.observe) {
                 const ExpertMatrices in_file = mapped_expert(w, expert.expert);
@@ -219,7 +230,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             row += m;
         }
         expert_ctx.linear_groups(s.groups);
-        kernels::situ(s.gate.data(), s.up.data(), hp.situ_beta, hp.situ_linear_beta, batch_rows * Fe, s.gate.data());
+        situ_in_place(ctx, s.gate.data(), s.up.data(), batch_rows * Fe);
         s.groups.clear();
         row = 0;
         for (const ExpertMatrices& expert : batch) {
@@ -240,24 +251,31 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     if (w.shared) ctx.emit(layer_name(il, "ffn_shexp"), s.shared.data(), n, E);
     // 10. m = sum_k w_k · expert output, summed in expert-id order whatever the arrival order
     // (the same float additions with or without a memory budget): [n][Ls]
+    // (in pieces of columns, each summed in that order)
     s.mixed.assign(size_t(n * Ls), 0.0f);
-    for (int32_t e : s.needed)
-        for (int64_t i = s.first_member[size_t(e)]; i < s.first_member[size_t(e) + 1]; ++i) {
-            const float* src = s.expert_out.data() + i * Ls;
-            float* dst = s.mixed.data() + s.member_token[size_t(i)] * Ls;
-            const float weight = s.member_weight[size_t(i)];
-            for (int64_t d = 0; d < Ls; ++d) dst[d] += weight * src[d];
-        }
+    ctx.for_each_piece(Ls, n_members, [&](int64_t d0, int64_t d1) {
+        for (int32_t e : s.needed)
+            for (int64_t i = s.first_member[size_t(e)]; i < s.first_member[size_t(e) + 1]; ++i) {
+                const float* src = s.expert_out.data() + i * Ls;
+                float* dst = s.mixed.data() + s.member_token[size_t(i)] * Ls;
+                const float weight = s.member_weight[size_t(i)];
+                for (int64_t d = d0; d < d1; ++d) dst[d] += weight * src[d];
+            }
+    });
     ctx.emit(layer_name(il, "ffn_moe_out"), s.mixed.data(), n, Ls);
     // 11. routed norm
     if (!w.routed_norm.empty())
-        for (int64_t t = 0; t < n; ++t)
-            kernels::rms_norm(s.mixed.data() + t * Ls, w.routed_norm.data(), hp.rms_eps, Ls, s.mixed.data() + t * Ls);
+        ctx.for_each_piece(n, Ls, [&](int64_t first, int64_t last) {
+            for (int64_t t = first; t < last; ++t)
+                kernels::rms_norm(s.mixed.data() + t * Ls, w.routed_norm.data(), hp.rms_eps, Ls, s.mixed.data() + t * Ls);
+        });
     // 12. back to full width
     if (w.routed_up) ctx.linear(*w.routed_up, s.mixed.data(), n, out);
     else std::copy(s.mixed.begin(), s.mixed.end(), out);
     // 14. f = m + sh
-    for (size_t i = 0; i < s.shared.size(); ++i) out[i] += s.shared[i];
+    ctx.for_each_piece(int64_t(s.shared.size()), 1, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) out[i] += s.shared[size_t(i)];
+    });
 }
 
 }  // namespace k3::model

@@ -10,9 +10,15 @@ void situ_glu(const ForwardContext& ctx, const GluWeights& w, const float* y, in
     const int64_t width = w.gate.rows;
     std::vector<float> gate(size_t(n * width)), up(size_t(n * width));  // [n][width]
     ctx.linear_pair(w.gate, w.up, y, n, gate.data(), up.data());
-    // situ(g, u) = [beta tanh(g/beta) sigmoid(g)] * [lambda tanh(u/lambda)]
-    kernels::situ(gate.data(), up.data(), ctx.hp.situ_beta, ctx.hp.situ_linear_beta, n * width, gate.data());
+    situ_in_place(ctx, gate.data(), up.data(), n * width);
     ctx.linear(w.down, gate.data(), n, out);
+}
+
+void situ_in_place(const ForwardContext& ctx, float* gate, const float* up, int64_t count) {
+    // situ(g, u) = [beta tanh(g/beta) sigmoid(g)] * [lambda tanh(u/lambda)]
+    ctx.for_each_piece(count, 1, [&](int64_t first, int64_t last) {
+        kernels::situ(gate + first, up + first, ctx.hp.situ_beta, ctx.hp.situ_linear_beta, last - first, gate + first);
+    });
 }
 
 }  // namespace k3::model
