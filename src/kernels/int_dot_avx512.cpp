@@ -57,15 +57,24 @@ const IntDotKernels& avx512_int_dot_kernels() {
 const IntDotTileKernels& avx512_int_dot_tile_kernels() {
     using namespace int_formats;
     using int_simd::int_dot_tile;
-    using L = Avx512VnniLevel;
+    using int_simd::lane_chunks;
     using int_simd::RowLanes;
+    using L = Avx512VnniLevel;
     using Z = int_simd::ZmmLanes;
-    static const IntDotTileKernels k{int_dot_tile<Q8_0, L>,      int_dot_tile<Mxfp4, L>,    int_dot_tile<Q4_0, L>,
-                                     int_dot_tile<Q5_0, L>,      int_dot_tile<Iq4Nl, L>,    int_dot_tile<Q4_1, L>,
+    static const IntDotTileKernels k{int_dot_tile<Q8_0, L>,
+                                     int_dot_tile<Mxfp4, L>,
+                                     int_dot_tile<Q4_0, L>,
+                                     int_dot_tile<Q5_0, L>,
+                                     int_dot_tile<Iq4Nl, L>,
+                                     int_dot_tile<Q4_1, L>,
                                      int_dot_tile<Q5_1, L>,
-                                     RowLanes<Q8_0, Z>::run,  RowLanes<Mxfp4, Z>::run, RowLanes<Q4_0, Z>::run,
-                                     RowLanes<Q5_0, Z>::run,  RowLanes<Iq4Nl, Z>::run, RowLanes<Q4_1, Z>::run,
-                                     RowLanes<Q5_1, Z>::run};
+                                     lane_chunks<RowLanes<Q8_0, Z>>,
+                                     lane_chunks<RowLanes<Mxfp4, Z>>,
+                                     lane_chunks<RowLanes<Q4_0, Z>>,
+                                     lane_chunks<RowLanes<Q5_0, Z>>,
+                                     lane_chunks<RowLanes<Iq4Nl, Z>>,
+                                     lane_chunks<RowLanes<Q4_1, Z>>,
+                                     lane_chunks<RowLanes<Q5_1, Z>>};
     return k;
 }
 

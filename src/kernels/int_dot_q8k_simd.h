@@ -608,7 +608,7 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
 }
 
 // Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
-// levels, with the rows in the lanes: V::kRows weight rows' blocks are decoded and transposed
+// levels, with the rows in the lanes: V::kWidth weight rows' blocks are decoded and transposed
 // once per call (a panel: lane r of each register is row r), so that each byte product takes one
 // activation quad broadcast to every lane and leaves the rows' sums in one register; the slot
 // scales (Products::lane_sums), bias and mins apply per lane, and the block's integer sum of
@@ -626,7 +626,7 @@ struct LaneTiles {
     using I = typename V::I;
     using F = typename V::F;
     static_assert(Traits::kLevels == Levels::unsigned_levels);
-    static constexpr int kRows = V::kRows, kPanels = kRows / 8, kTokenGroup = 4;
+    static constexpr int kRows = V::kWidth, kPanels = kRows / 8, kTokenGroup = 4;
     static constexpr int64_t kChunkTokens = 64;
 
     // One block of kRows rows, lane r of every register row r's; each register as kPanels ymm
@@ -698,30 +698,30 @@ struct LaneTiles {
     K3_Q8K_INLINE static I quad(const void* p) {
         int32_t v;
         std::memcpy(&v, p, 4);
-        return V::broadcast(v);
+        return V::ibroadcast(v);
     }
 
     // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens) of act.
     static void chunk(const uint8_t* weights, size_t weight_stride, int rows, const uint8_t* act, size_t act_stride,
                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
         F acc[kChunkTokens], off[kChunkTokens];
-        for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = V::fzero();
+        for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = V::zero();
         for (int64_t b = 0; b < n / 256; ++b) {
             prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
             Panel p;
             for (int h = 0; h < kPanels; ++h) decode_eight(weights, weight_stride, rows, b, h, p);
-            const F d = V::loadf(p.d);
+            const F d = V::load(reinterpret_cast<const float*>(p.d));
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
                 const int count = int(std::min<int64_t>(kTokenGroup, n_tokens - t0));
                 const ActLaneGroup* a[kTokenGroup];
                 for (int t = 0; t < kTokenGroup; ++t)
                     a[t] = reinterpret_cast<const ActLaneGroup*>(act + size_t(t0 + std::min(t, count - 1)) * act_stride) + b;
                 I isum[kTokenGroup];
-                for (int t = 0; t < kTokenGroup; ++t) isum[t] = V::zero();
+                for (int t = 0; t < kTokenGroup; ++t) isum[t] = V::izero();
                 for (int j = 0; j < 8; ++j) {
                     I q[8];
-                    for (int k = 0; k < 8; ++k) q[k] = V::load(p.q[j][k]);
-                    const I even = V::load(p.even[j]), odd = V::load(p.odd[j]);
+                    for (int k = 0; k < 8; ++k) q[k] = V::iload(p.q[j][k]);
+                    const I even = V::iload(p.even[j]), odd = V::iload(p.odd[j]);
                     for (int t = 0; t < kTokenGroup; ++t) {
                         I quads[8];
                         for (int k = 0; k < 8; ++k) quads[k] = quad(a[t]->qs + 32 * k + 4 * j);
@@ -731,40 +731,30 @@ struct LaneTiles {
                 for (int t = 0; t < count; ++t) {
                     const int16_t* bsums = a[t]->bsums;
                     if constexpr (Traits::kBiasShift >= 0) {
-                        I bias = V::zero();
-                        for (int k = 0; k < 8; ++k) bias = Products::add_scaled(bias, V::load(p.slot_pairs[k]), quad(bsums + 2 * k));
-                        isum[t] = V::sub(isum[t], V::template shift_left<Traits::kBiasShift>(bias));
+                        I bias = V::izero();
+                        for (int k = 0; k < 8; ++k) bias = Products::add_scaled(bias, V::iload(p.slot_pairs[k]), quad(bsums + 2 * k));
+                        isum[t] = V::isub(isum[t], V::template ishift_left<Traits::kBiasShift>(bias));
                     }
-                    const F da = V::fbroadcast(a[t]->d[0]);
-                    acc[t0 + t] = V::fma(V::mul(d, da), V::to_float(isum[t]), acc[t0 + t]);
+                    const F da = V::set1(a[t]->d[0]);
+                    acc[t0 + t] = V::fmadd(V::mul(d, da), V::to_float(isum[t]), acc[t0 + t]);
                     if constexpr (Format::kOffset) {
-                        I mins = V::zero();
-                        for (int k = 0; k < 8; ++k) mins = Products::add_scaled(mins, V::load(p.min_pairs[k]), quad(bsums + 2 * k));
-                        off[t0 + t] = V::fma(V::mul(V::loadf(p.dmin), da), V::to_float(mins), off[t0 + t]);
+                        I mins = V::izero();
+                        for (int k = 0; k < 8; ++k) mins = Products::add_scaled(mins, V::iload(p.min_pairs[k]), quad(bsums + 2 * k));
+                        const F dmin = V::load(reinterpret_cast<const float*>(p.dmin));
+                        off[t0 + t] = V::fmadd(V::mul(dmin, da), V::to_float(mins), off[t0 + t]);
                     }
                 }
             }
         }
-        for (int64_t t = 0; t < n_tokens; ++t) V::store(y + t * y_stride, V::fsub(acc[t], off[t]), rows);
+        for (int64_t t = 0; t < n_tokens; ++t) V::store_rows(y + t * y_stride, V::sub(acc[t], off[t]), rows);
     }
 
-    // IntDotLanesFn.
-    static void run(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
-                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
-        const auto* weights = static_cast<const uint8_t*>(weight_rows);
-        const auto* act = static_cast<const uint8_t*>(act_rows);
-        for (int64_t r0 = 0; r0 < n_rows; r0 += kRows)
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunkTokens)
-                chunk(weights + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(kRows, n_rows - r0)),
-                      act + size_t(t0) * act_stride, act_stride, std::min<int64_t>(kChunkTokens, n_tokens - t0), n,
-                      y + t0 * y_stride + r0, y_stride);
-    }
 };
 
 // The lane kernel of Format, or null where it has none (levels that are not unsigned bytes).
 template <typename Format, typename Products, typename V = int_simd::YmmLanes>
 IntDotLanesFn lanes_kernel() {
-    if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) return &LaneTiles<Format, Products, V>::run;
+    if constexpr (Simd<Format>::kLevels == Levels::unsigned_levels) return &int_simd::lane_chunks<LaneTiles<Format, Products, V>>;
     else return nullptr;
 }
 

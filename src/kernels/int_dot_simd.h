@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "kernels/int_dot_formats.h"
+#include "kernels/simd_avx2.h"
 
 namespace k3::kernels::int_simd {
 namespace {
@@ -150,37 +151,25 @@ template <typename F>
 }
 
 // The registers of the kernels with the rows in the lanes (RowLanes below, int_dot_q8k_simd.h's
-// LaneTiles): kRows weight rows in the lanes of one register, decoded in panels of eight (the
-// ymm halves of an AVX-512 register); ymm here, eight rows (LaneTiles at AVX2); zmm_lanes.h's
-// sixteen at AVX-512.
-//   I, F: the int32 and f32 registers; load(const __m256i*) / loadf(const __m256*): kRows / 8
-//   adjacent ymm as one register; broadcast(int32), fbroadcast(float); add, sub, shift_left<s>;
-//   fadd, fsub, fma, mul, to_float; store(y, v, rows): lanes below rows to y; and for RowLanes
-//   dot_unsigned(acc, u, s): acc + the four products of unsigned u and signed s bytes per lane.
-struct YmmLanes {
+// LaneTiles): kWidth weight rows in the lanes of one register, decoded in panels of eight (the
+// ymm halves of an AVX-512 register). The f32 side is simd_avx2.h's vector (zmm_lanes.h's on
+// simd_avx512.h's for sixteen rows at AVX-512); besides it:
+//   I, the int32 register; iload(const __m256i*): kWidth / 8 adjacent ymm as one register;
+//   izero, ibroadcast(int32), iadd, isub, ishift_left<s>, to_float; store_rows(y, v, rows): the
+//   lanes below rows to y; and for RowLanes dot_unsigned(acc, u, s): acc + the four products of
+//   unsigned u and signed s bytes in each lane.
+struct YmmLanes : simd::Avx2 {
     using I = __m256i;
-    using F = __m256;
-    static constexpr int kRows = 8;
-    static I zero() { return _mm256_setzero_si256(); }
-    static F fzero() { return _mm256_setzero_ps(); }
-    static I load(const __m256i* p) { return *p; }
-    static F loadf(const __m256* p) { return *p; }
-    static I broadcast(int32_t v) { return _mm256_set1_epi32(v); }
-    static F fbroadcast(float v) { return _mm256_set1_ps(v); }
-    static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-    static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+    static I izero() { return _mm256_setzero_si256(); }
+    static I iload(const __m256i* p) { return *p; }
+    static I ibroadcast(int32_t v) { return _mm256_set1_epi32(v); }
+    static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+    static I isub(I a, I b) { return _mm256_sub_epi32(a, b); }
     template <int kShift>
-    static I shift_left(I a) { return _mm256_slli_epi32(a, kShift); }
-    static F fadd(F a, F b) { return _mm256_add_ps(a, b); }
-    static F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
-    static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-    static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+    static I ishift_left(I a) { return _mm256_slli_epi32(a, kShift); }
     static F to_float(I a) { return _mm256_cvtepi32_ps(a); }
-    // Lanes past `rows` masked off (a copy of the lanes compiled to a memcpy call per token, 2%
-    // of Q4_K_M prefill).
-    static void store(float* y, F v, int rows) {
-        _mm256_maskstore_ps(y, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
-    }
+    // (A copy of the lanes compiled to a memcpy call per token, 2% of Q4_K_M prefill.)
+    static void store_rows(float* y, F v, int rows) { rows == kWidth ? store(y, v) : store(y, v, tail(rows)); }
 };
 
 // Group b's weights for kRows rows (w_stride bytes apart): their levels as Level::Weight, in
@@ -463,8 +452,22 @@ void int_dot_lanes(const void* weight_rows, size_t weight_stride, int64_t n_rows
     });
 }
 
+// A lane kernel's call (IntDotLanesFn) through Kernel::chunk (RowLanes, LaneTiles): rows in
+// panels of Kernel::kRows, tokens in chunks of Kernel::kChunkTokens.
+template <typename Kernel>
+void lane_chunks(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
+                 int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+    const auto* w = static_cast<const uint8_t*>(weight_rows);
+    const auto* act = static_cast<const uint8_t*>(act_rows);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += Kernel::kRows)
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += Kernel::kChunkTokens)
+            Kernel::chunk(w + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(Kernel::kRows, n_rows - r0)),
+                          act + size_t(t0) * act_stride, act_stride, std::min<int64_t>(Kernel::kChunkTokens, n_tokens - t0), n,
+                          y + t0 * y_stride + r0, y_stride);
+}
+
 // Prefill on lane-packed activations with the rows in the lanes (V: a register policy with
-// vpdpbusd, zmm_lanes.h's sixteen rows at AVX-512 VNNI): per group of eight blocks, V::kRows weight rows' levels plus
+// vpdpbusd, zmm_lanes.h's sixteen rows at AVX-512 VNNI): per group of eight blocks, V::kWidth weight rows' levels plus
 // kBias are decoded as unsigned bytes and transposed once per call (a panel: lane r of each
 // register is row r), so that each byte product takes one activation quad broadcast to every
 // lane (vpdpbusd) and leaves the rows' block sums in one register; the bias times the token's
@@ -476,7 +479,7 @@ struct RowLanes {
     using Fv = typename V::F;
     static constexpr int kBias = F::kOffset ? 0 : 128;  // any int8 level + 128 is a byte
     static_assert(F::kMaxLevel <= 128);
-    static constexpr int kRows = V::kRows, kPanels = kRows / 8, kTokenGroup = 4;
+    static constexpr int kRows = V::kWidth, kPanels = kRows / 8, kTokenGroup = 4;
     static constexpr int64_t kChunkTokens = 32;
 
     // One group of eight blocks of kRows rows, as kPanels ymm of eight rows each.
@@ -519,7 +522,7 @@ struct RowLanes {
                       int64_t n, float* y, int64_t y_stride) {
         Fv acc[kChunkTokens][8], off[F::kOffset ? kChunkTokens : 1][8];
         for (int64_t t = 0; t < n_tokens; ++t)
-            for (int j = 0; j < 8; ++j) acc[t][j] = off[F::kOffset ? t : 0][j] = V::fzero();
+            for (int j = 0; j < 8; ++j) acc[t][j] = off[F::kOffset ? t : 0][j] = V::zero();
         const int64_t n_blocks = n / 32;
         for (int64_t b = 0; b < n_blocks; b += 8) {
             const int count = int(std::min<int64_t>(8, n_blocks - b));
@@ -533,51 +536,43 @@ struct RowLanes {
                     a[t] = reinterpret_cast<const ActLaneGroup*>(act + size_t(t0 + std::min(t, tokens - 1)) * act_stride) + b / 8;
                 for (int j = 0; j < count; ++j) {
                     I q[8];
-                    for (int k = 0; k < 8; ++k) q[k] = V::load(p.q[j][k]);
-                    const Fv d = V::loadf(p.d[j]);
+                    for (int k = 0; k < 8; ++k) q[k] = V::iload(p.q[j][k]);
+                    const Fv d = load_lanes(p.d[j]);
                     for (int t = 0; t < kTokenGroup; ++t) {
                         // Two chains of four, so that the products' latency overlaps; the low
                         // one starts from minus the bias times the block's activation sum.
-                        I low = V::broadcast(-kBias * a[t]->sums[j]), high = V::zero();
+                        I low = V::ibroadcast(-kBias * a[t]->sums[j]), high = V::izero();
                         for (int k = 0; k < 4; ++k) {
                             low = V::dot_unsigned(low, q[k], quad(a[t]->qs + 32 * k + 4 * j));
                             high = V::dot_unsigned(high, q[k + 4], quad(a[t]->qs + 32 * (k + 4) + 4 * j));
                         }
                         if (t >= tokens) continue;
                         Fv& sum = acc[t0 + t][j];
-                        sum = V::fma(V::mul(d, V::fbroadcast(a[t]->d[j])), V::to_float(V::add(low, high)), sum);
-                        if constexpr (F::kOffset) off[t0 + t][j] = V::fma(V::loadf(p.m[j]), V::fbroadcast(a[t]->s[j]), off[t0 + t][j]);
+                        sum = V::fmadd(V::mul(d, V::set1(a[t]->d[j])), V::to_float(V::iadd(low, high)), sum);
+                        if constexpr (F::kOffset) off[t0 + t][j] = V::fmadd(load_lanes(p.m[j]), V::set1(a[t]->s[j]), off[t0 + t][j]);
                     }
                 }
             }
         }
         for (int64_t t = 0; t < n_tokens; ++t)
-            V::store(y + t * y_stride, F::kOffset ? V::fadd(reduce(acc[t]), reduce(off[t])) : reduce(acc[t]), rows);
+            V::store_rows(y + t * y_stride, F::kOffset ? V::add(reduce(acc[t]), reduce(off[t])) : reduce(acc[t]), rows);
     }
+
+    // A panel's f32 register (kPanels ymm).
+    [[gnu::always_inline]] static Fv load_lanes(const __m256 (&halves)[kPanels]) { return V::load(reinterpret_cast<const float*>(halves)); }
 
     // int_dot.h's reduction of a token's eight accumulators: ((0+4)+(2+6))+((1+5)+(3+7)).
     [[gnu::always_inline]] static Fv reduce(const Fv (&v)[8]) {
-        return V::fadd(V::fadd(V::fadd(v[0], v[4]), V::fadd(v[2], v[6])), V::fadd(V::fadd(v[1], v[5]), V::fadd(v[3], v[7])));
+        return V::add(V::add(V::add(v[0], v[4]), V::add(v[2], v[6])), V::add(V::add(v[1], v[5]), V::add(v[3], v[7])));
     }
 
     // Four activation bytes in every lane.
     [[gnu::always_inline]] static I quad(const int8_t* p) {
         int32_t v;
         std::memcpy(&v, p, 4);
-        return V::broadcast(v);
+        return V::ibroadcast(v);
     }
 
-    // IntDotLanesFn.
-    static void run(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
-                    int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
-        const auto* w = static_cast<const uint8_t*>(weight_rows);
-        const auto* act = static_cast<const uint8_t*>(act_rows);
-        for (int64_t r0 = 0; r0 < n_rows; r0 += kRows)
-            for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunkTokens)
-                chunk(w + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(kRows, n_rows - r0)),
-                      act + size_t(t0) * act_stride, act_stride, std::min(kChunkTokens, n_tokens - t0), n, y + t0 * y_stride + r0,
-                      y_stride);
-    }
 };
 
 }  // namespace
