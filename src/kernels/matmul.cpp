@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -58,6 +59,20 @@ struct GroupPlan {
     size_t lane_bytes = 0, lane_offset = 0;      // bytes into the lane-packed rows
     int64_t token_run = 0;    // tokens whose rounded rows stay in L2 while a task's rows pass them
     bool rounded_here = true; // false: the same input as an earlier group, whose rows it shares
+    int32_t source = -1;      // a group that picks rows (MatmulGroup::rows): where they are rounded
+};
+
+// The input that groups picking rows of the same x share: each row they pick rounded (and
+// lane-packed where a lane-packed group picks it) once, at its index in the source's buffers,
+// then copied to the groups' own rows.
+struct Source {
+    const float* x;
+    int64_t x_stride;
+    ActivationFormat format;
+    int64_t cols;
+    int64_t n_rows = 0;  // the largest row picked + 1
+    bool lanes = false;  // a lane-packed group picks rows of it
+    size_t act_offset = 0, lane_offset = 0, mark_offset = 0;
 };
 
 // One task: rows [first, last) of one output of one group.
@@ -73,12 +88,19 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     thread_local std::vector<uint8_t> act_of_caller, amx_of_caller;
     thread_local std::vector<ActLaneGroup> lanes_of_caller;
     thread_local std::vector<RowTile> tiles_of_caller;
+    thread_local std::vector<Source> sources_of_caller;
+    thread_local std::vector<uint8_t> marks_of_caller;
+    thread_local std::vector<std::pair<int32_t, int64_t>> picked_of_caller;
     std::vector<GroupPlan>& plans = plans_of_caller;
+    std::vector<Source>& sources = sources_of_caller;
+    std::vector<uint8_t>& marks = marks_of_caller;  // per source row: picked
+    std::vector<std::pair<int32_t, int64_t>>& picked = picked_of_caller;  // (source, row), each once
     std::vector<uint8_t>& act_rows = act_of_caller;
     std::vector<uint8_t>& amx_rows = amx_of_caller;
     std::vector<ActLaneGroup>& lane_rows = lanes_of_caller;
     std::vector<RowTile>& tiles = tiles_of_caller;
     plans.resize(groups.size());
+    sources.clear();
     size_t act_total = 0, amx_total = 0, lane_total = 0;
     bool any_prefill = false;
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -102,13 +124,24 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
         plan.token_run = !plan.amx_packed                          ? std::max<int64_t>(1, fitting)
                          : plan.format == ActivationFormat::q8_K ? group.n_tokens
                                                                  : std::max<int64_t>(1, fitting / kAmxTokens) * kAmxTokens;
+        if (group.rows) {
+            const auto same_source = std::find_if(sources.begin(), sources.end(), [&](const Source& source) {
+                return source.x == group.x && source.x_stride == group.x_stride && source.format == plan.format &&
+                       source.cols == plan.cols;
+            });
+            plan.source = int32_t(same_source - sources.begin());
+            if (same_source == sources.end()) sources.push_back({group.x, group.x_stride, plan.format, plan.cols});
+            Source& source = sources[size_t(plan.source)];
+            for (int64_t t = 0; t < group.n_tokens; ++t) source.n_rows = std::max(source.n_rows, group.rows[t] + 1);
+            source.lanes |= plan.lane_packed;
+        }
         // Decode's experts all read the one token row: it is rounded once.
-        const auto same_input = std::find_if(groups.begin(), groups.begin() + std::ptrdiff_t(g), [&](const MatmulGroup& earlier) {
+        const auto same_input = !group.rows ? std::find_if(groups.begin(), groups.begin() + std::ptrdiff_t(g), [&](const MatmulGroup& earlier) {
             const GroupPlan& p = plans[size_t(&earlier - groups.data())];
             return earlier.x == group.x && earlier.x_stride == group.x_stride && earlier.n_tokens == group.n_tokens &&
                    p.format == plan.format && p.cols == plan.cols && p.amx_packed == plan.amx_packed &&
-                   p.lane_packed == plan.lane_packed;
-        });
+                   p.lane_packed == plan.lane_packed && !earlier.rows;
+        }) : groups.begin() + std::ptrdiff_t(g);
         if (same_input != groups.begin() + std::ptrdiff_t(g)) {
             const GroupPlan& shared = plans[size_t(same_input - groups.begin())];
             plan.act_offset = shared.act_offset;
@@ -133,6 +166,29 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
             lane_total += plan.lane_bytes * size_t(group.n_tokens);
         }
     }
+    size_t marks_total = 0;
+    for (Source& source : sources) {
+        const size_t act_bytes = activation_row_bytes(source.format, source.cols);
+        source.act_offset = act_total;
+        act_total += act_bytes * size_t(source.n_rows);
+        if (source.lanes) {
+            source.lane_offset = lane_total;
+            lane_total += size_t(act_lane_groups(source.cols)) * sizeof(ActLaneGroup) * size_t(source.n_rows);
+        }
+        source.mark_offset = marks_total;
+        marks_total += size_t(source.n_rows);
+    }
+    marks.assign(marks_total, 0);
+    picked.clear();
+    for (size_t g = 0; g < groups.size(); ++g)
+        if (groups[g].rows)
+            for (int64_t t = 0; t < groups[g].n_tokens; ++t) {
+                const Source& source = sources[size_t(plans[g].source)];
+                if (uint8_t& mark = marks[source.mark_offset + size_t(groups[g].rows[t])]; !mark) {
+                    mark = 1;
+                    picked.emplace_back(plans[g].source, groups[g].rows[t]);
+                }
+            }
     if (act_rows.size() < act_total) act_rows.resize(act_total);
     if (amx_rows.size() < amx_total) amx_rows.resize(amx_total);
     if (lane_rows.size() * sizeof(ActLaneGroup) < lane_total) lane_rows.resize(lane_total / sizeof(ActLaneGroup));
@@ -140,14 +196,54 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
     uint8_t* const amx = amx_rows.data();
     auto* const lanes = reinterpret_cast<uint8_t*>(lane_rows.data());
 
-    // Rounding jobs: one per token, or per group of kAmxTokens tokens for AMX, numbered across
-    // the groups that round their own rows.
+    // Jobs in parallel for prefill; a few rows (decode) are cheaper to round here than to hand out.
+    const auto run_jobs = [&](int64_t n_jobs, const auto& job) {
+        if (!any_prefill || n_jobs <= 2) {
+            for (int64_t i = 0; i < n_jobs; ++i) job(i);
+        } else {
+            pool.parallel_for(n_jobs, [&](int64_t i, int) { job(i); });
+        }
+    };
+    // A group's jobs: one per token, or per group of kAmxTokens tokens for AMX (numbered across
+    // the groups, the one of job i found by find_group).
     const auto jobs_of = [&](size_t g) -> int64_t {
-        if (!plans[g].rounded_here) return 0;
         const int64_t n = groups[g].n_tokens;
         return plans[g].amx_packed ? (n + kAmxTokens - 1) / kAmxTokens : n;
     };
-    const auto prepare = [&](size_t g, int64_t job) {
+    const auto find_group = [&](int64_t& job, const auto& has_jobs) {
+        size_t g = 0;
+        for (;; ++g)
+            if (has_jobs(g)) {
+                if (job < jobs_of(g)) return g;
+                job -= jobs_of(g);
+            }
+    };
+    const auto rounds_own = [&](size_t g) { return !groups[g].rows && plans[g].rounded_here; };
+    const auto picks_rows = [&](size_t g) { return groups[g].rows != nullptr; };
+    // Packs a group's rounded rows t0.. (count <= kAmxTokens) as AMX group `job`.
+    const auto pack_amx = [&](size_t g, int64_t job, int64_t t0, int64_t count) {
+        const GroupPlan& plan = plans[g];
+        pack_act_amx(plan.format, act + plan.act_offset + size_t(t0) * plan.act_bytes, plan.act_bytes, count, plan.cols,
+                     amx + plan.amx_offset + size_t(job) * plan.amx_group_bytes);
+    };
+    const auto amx_tokens = [&](size_t g, int64_t job) { return std::min<int64_t>(kAmxTokens, groups[g].n_tokens - job * kAmxTokens); };
+
+    // 1. The rows of the groups that round their own, and each row picked from a source.
+    int64_t own_jobs = 0;
+    for (size_t g = 0; g < groups.size(); ++g) own_jobs += rounds_own(g) ? jobs_of(g) : 0;
+    run_jobs(own_jobs + int64_t(picked.size()), [&](int64_t job) {
+        if (job >= own_jobs) {
+            const auto [index, row] = picked[size_t(job - own_jobs)];
+            const Source& source = sources[size_t(index)];
+            const size_t act_bytes = activation_row_bytes(source.format, source.cols);
+            uint8_t* rounded = act + source.act_offset + size_t(row) * act_bytes;
+            quantize_activation_row(source.format, source.x + row * source.x_stride, rounded, source.cols, "matmul activations");
+            if (source.lanes)
+                pack_act_lanes(source.format, rounded, source.cols,
+                               reinterpret_cast<ActLaneGroup*>(lanes + source.lane_offset) + row * act_lane_groups(source.cols));
+            return;
+        }
+        const size_t g = find_group(job, rounds_own);
         const MatmulGroup& group = groups[g];
         const GroupPlan& plan = plans[g];
         const auto quantize = [&](int64_t t) {
@@ -155,30 +251,39 @@ void matmul_integer(ThreadPool& pool, std::span<const MatmulGroup> groups) {
                                     plan.cols, "matmul activations");
         };
         if (plan.amx_packed) {
-            const int64_t t0 = job * kAmxTokens, count = std::min<int64_t>(kAmxTokens, group.n_tokens - t0);
-            for (int64_t t = t0; t < t0 + count; ++t) quantize(t);
-            pack_act_amx(plan.format, act + plan.act_offset + size_t(t0) * plan.act_bytes, plan.act_bytes, count, plan.cols,
-                         amx + plan.amx_offset + size_t(job) * plan.amx_group_bytes);
+            const int64_t count = amx_tokens(g, job);
+            for (int64_t t = job * kAmxTokens; t < job * kAmxTokens + count; ++t) quantize(t);
+            pack_amx(g, job, job * kAmxTokens, count);
             return;
         }
         quantize(job);
         if (plan.lane_packed)
             pack_act_lanes(plan.format, act + plan.act_offset + size_t(job) * plan.act_bytes, plan.cols,
                            reinterpret_cast<ActLaneGroup*>(lanes + plan.lane_offset + size_t(job) * plan.lane_bytes));
-    };
-    int64_t n_jobs = 0;
-    for (size_t g = 0; g < groups.size(); ++g) n_jobs += jobs_of(g);
-    if (!any_prefill || n_jobs <= 2) {
-        // Decode: a few rows, cheaper to round here than to hand out.
-        for (size_t g = 0; g < groups.size(); ++g)
-            for (int64_t job = 0; job < jobs_of(g); ++job) prepare(g, job);
-    } else {
-        pool.parallel_for(n_jobs, [&](int64_t job, int) {
-            size_t g = 0;
-            for (int64_t jobs; job >= (jobs = jobs_of(g)); ++g) job -= jobs;
-            prepare(g, job);
-        });
-    }
+    });
+    // 2. The picked rows copied to their groups' own rows (lane-packed ones as packed).
+    int64_t pick_jobs = 0;
+    for (size_t g = 0; g < groups.size(); ++g) pick_jobs += picks_rows(g) ? jobs_of(g) : 0;
+    run_jobs(pick_jobs, [&](int64_t job) {
+        const size_t g = find_group(job, picks_rows);
+        const GroupPlan& plan = plans[g];
+        const Source& source = sources[size_t(plan.source)];
+        const int64_t* rows = groups[g].rows;
+        const auto copy_rounded = [&](int64_t t) {
+            std::memcpy(act + plan.act_offset + size_t(t) * plan.act_bytes, act + source.act_offset + size_t(rows[t]) * plan.act_bytes,
+                        plan.act_bytes);
+        };
+        if (plan.amx_packed) {
+            const int64_t count = amx_tokens(g, job);
+            for (int64_t t = job * kAmxTokens; t < job * kAmxTokens + count; ++t) copy_rounded(t);
+            pack_amx(g, job, job * kAmxTokens, count);
+        } else if (plan.lane_packed) {
+            std::memcpy(lanes + plan.lane_offset + size_t(job) * plan.lane_bytes,
+                        lanes + source.lane_offset + size_t(rows[job]) * plan.lane_bytes, plan.lane_bytes);
+        } else {
+            copy_rounded(job);
+        }
+    });
 
     // Tiles of rows split by bytes, so that every thread gets several tasks of about equal
     // weight (load balance) while a tile still spans enough rows to amortize the task hand-out;
@@ -328,9 +433,20 @@ void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Numeri
         matmul_integer(pool, working);
         return;
     }
-    for (const MatmulGroup& group : working)
-        for (const MatmulOutput& o : group.outputs)
-            matmul(pool, *o.w, group.x, group.x_stride, group.n_tokens, o.y, o.y_stride, numerics);
+    thread_local std::vector<float> picked_rows;
+    for (const MatmulGroup& group : working) {
+        const float* x = group.x;
+        int64_t x_stride = group.x_stride;
+        if (group.rows) {
+            x_stride = group.outputs.front().w->cols;
+            picked_rows.resize(size_t(group.n_tokens * x_stride));
+            for (int64_t t = 0; t < group.n_tokens; ++t)
+                std::copy(group.x + group.rows[t] * group.x_stride, group.x + group.rows[t] * group.x_stride + x_stride,
+                          picked_rows.begin() + t * x_stride);
+            x = picked_rows.data();
+        }
+        for (const MatmulOutput& o : group.outputs) matmul(pool, *o.w, x, x_stride, group.n_tokens, o.y, o.y_stride, numerics);
+    }
 }
 
 void matmul_reference(const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens, float* y,

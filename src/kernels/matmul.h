@@ -58,12 +58,14 @@ void matmul_same_input(ThreadPool& pool, std::span<const MatmulOutput> outputs, 
 // Products of several inputs, each with its own matrices (a MoE layer's active experts: each
 // expert's gate and up read its tokens' rows): every output gets exactly matmul's result, and
 // under native numerics one parallel pass covers every group's rows, split by bytes, each input
-// rounded once (groups with the same x share one rounding).
+// rounded once (groups with the same x share one rounding; groups that pick rows of the same x,
+// one rounding of each row they pick).
 struct MatmulGroup {
     std::span<const MatmulOutput> outputs;
-    const float* x;  // [n_tokens] rows x_stride floats apart
+    const float* x;  // [n_tokens] rows x_stride floats apart, or the rows `rows` picks
     int64_t x_stride;
     int64_t n_tokens;
+    const int64_t* rows = nullptr;  // non-null: token t is row rows[t] of x
 };
 void matmul_groups(ThreadPool& pool, std::span<const MatmulGroup> groups, Numerics numerics);
 

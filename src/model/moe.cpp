@@ -76,7 +76,6 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     shared_gate.reserve(n * size_t(hp.n_expert_shared) * Fe);  // the shared experts' width
     shared_up.reserve(n * size_t(hp.n_expert_shared) * Fe);
     inputs.reserve(members * Ls);
-    gathered.reserve(members);
     gate.reserve(members * Fe);
     up.reserve(members * Fe);
     expert_out.reserve(members * Ls);
@@ -190,43 +189,33 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         int64_t batch_rows = 0;
         for (const ExpertMatrices& expert : batch)
             batch_rows += s.first_member[size_t(expert.expert) + 1] - s.first_member[size_t(expert.expert)];
-        s.inputs.resize(size_t(batch_rows * Ls));
+        if (ctx.observe) s.inputs.resize(size_t(batch_rows * Ls));
         s.gate.resize(size_t(batch_rows * Fe));
         s.up.resize(size_t(batch_rows * Fe));
         s.products.clear();
         s.groups.clear();
-        // A single token's row is read in place (decode: every expert reads the one row, so it is
-        // rounded once); several are gathered into contiguous rows, batch row i from member
-        // gathered[i].
-        s.gathered.clear();
-        for (const ExpertMatrices& expert : batch)
-            if (const int64_t first = s.first_member[size_t(expert.expert)], last = s.first_member[size_t(expert.expert) + 1];
-                last - first > 1)
-                for (int64_t i = first; i < last; ++i) s.gathered.push_back(i);
-        ctx.for_each_piece(int64_t(s.gathered.size()), Ls, [&](int64_t first, int64_t last) {
-            for (int64_t i = first; i < last; ++i) {
-                const float* src = z + s.member_token[size_t(s.gathered[size_t(i)])] * Ls;
-                std::copy(src, src + Ls, s.inputs.begin() + i * Ls);
-            }
-        });
-        int64_t row = 0;  // the expert's first row of inputs, gate and up
-        int64_t gathered_row = 0;
+        int64_t row = 0;  // the expert's first row of gate and up
         for (const ExpertMatrices& expert : batch) {
             const int64_t first = s.first_member[size_t(expert.expert)];
             const int64_t m = s.first_member[size_t(expert.expert) + 1] - first;
-            const float* x = z + s.member_token[size_t(first)] * Ls;
-            if (m > 1) {
-                x = s.inputs.data() + gathered_row * Ls;
-                gathered_row += m;
-            }
+            // Several tokens: the expert picks their rows of z, each rounded once however many
+            // experts pick it; a single token's row is read in place (decode: every expert reads
+            // the one row, so it is rounded once).
+            const int64_t* rows = m > 1 ? s.member_token.data() + first : nullptr;
+            const float* x = rows ? z : z + s.member_token[size_t(first)] * Ls;
             if (ctx.observe) {
+                const float* seen = x;  // the observer reads the rows contiguous
+                if (rows) {
+                    for (int64_t i = 0; i < m; ++i) std::copy(z + rows[i] * Ls, z + (rows[i] + 1) * Ls, s.inputs.begin() + i * Ls);
+                    seen = s.inputs.data();
+                }
                 const ExpertMatrices in_file = mapped_expert(w, expert.expert);
-                ctx.observed(in_file.gate, x, Ls, m);
-                ctx.observed(in_file.up, x, Ls, m);
+                ctx.observed(in_file.gate, seen, Ls, m);
+                ctx.observed(in_file.up, seen, Ls, m);
             }
             s.products.push_back({&expert.gate, s.gate.data() + row * Fe, Fe});
             s.products.push_back({&expert.up, s.up.data() + row * Fe, Fe});
-            s.groups.push_back({std::span(s.products).last(2), x, Ls, m});
+            s.groups.push_back({std::span(s.products).last(2), x, Ls, m, rows});
             row += m;
         }
         expert_ctx.linear_groups(s.groups);

@@ -30,7 +30,6 @@ struct MoeScratch {
         mixed, member_weight;
     std::vector<int32_t> order, needed, owned;  // owned: the needed experts this rank runs
     std::vector<int64_t> token_counts, owned_counts, first_member, member_token, next_member;
-    std::vector<int64_t> gathered;  // the members whose input rows a batch of experts gathers
     std::vector<Routing> routes;
     std::vector<kernels::MatmulOutput> products;  // a batch of experts' gate, up and down
     std::vector<kernels::MatmulGroup> groups;

@@ -451,8 +451,10 @@ TEST(MatmulSameInput, EachOutputIsItsOwnMatmul) {
 
 // A MoE layer's experts in one pass: groups of outputs, each group with its own input (one token
 // read in place by two groups, as decode's experts read it; several tokens, as prefill's, through
-// the lane and AMX packings), every output the scalar reference's integer dot of its rows with
-// its group's rounded tokens, bit for bit; under exact numerics each output is matmul's own.
+// the lane and AMX packings; rows picked from one input by several groups, some rows by more
+// than one, as prefill's experts pick their tokens), every output the scalar reference's integer
+// dot of its rows with its group's rounded tokens, bit for bit; under exact numerics each output
+// is matmul's own of the rows the group reads.
 TEST(MatmulGroups, EachGroupIsTheScalarReferenceOfItsOwnInput) {
     const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
     const int64_t cols = kZooCols, rows = 40;
@@ -462,7 +464,7 @@ TEST(MatmulGroups, EachGroupIsTheScalarReferenceOfItsOwnInput) {
         MatrixView view;
     };
     std::vector<Weights> weights;
-    for (const char* name : {"Q8_0", "MXFP4", "Q4_1"}) {
+    for (const char* name : {"Q8_0", "MXFP4", "Q4_1", "Q4_K"}) {
         Weights& w = weights.emplace_back();
         w.type = tensor::find_type(name);
         const size_t row_size = tensor::row_bytes(*w.type, cols);
@@ -483,13 +485,24 @@ TEST(MatmulGroups, EachGroupIsTheScalarReferenceOfItsOwnInput) {
         std::vector<size_t> outputs;  // indices into weights
         const std::vector<float>* x;
         int64_t n;
+        std::vector<int64_t> picks = {};  // the rows of x it reads (empty: the first n)
     };
-    const Case cases[] = {{{0, 1}, &one, 1}, {{0, 1}, &one, 1}, {{2}, &five, 5}, {{0, 1}, &many, 17}, {{2}, &many, 17}};
+    const Case cases[] = {{{0, 1}, &one, 1},
+                          {{0, 1}, &one, 1},
+                          {{2}, &five, 5},
+                          {{0, 1}, &many, 17},
+                          {{2}, &many, 17},
+                          {{0, 1}, &many, 4, {3, 0, 16, 5}},
+                          {{0}, &many, 2, {16, 2}},
+                          {{1, 2}, &many, 9, {1, 3, 5, 7, 9, 11, 13, 15, 3}},
+                          {{2}, &five, 6, {4, 0, 4, 1, 2, 3}},
+                          {{3}, &many, 17},
+                          {{3}, &many, 5, {2, 2, 7, 0, 9}}};
     ThreadPool pool(2);
     for (Numerics numerics : {Numerics::native, Numerics::exact}) {
         std::vector<std::vector<float>> ys;
         std::vector<MatmulOutput> outputs;
-        outputs.reserve(8);
+        outputs.reserve(32);  // the groups' spans stay valid
         std::vector<MatmulGroup> groups;
         for (const Case& c : cases) {
             const size_t first = outputs.size();
@@ -497,7 +510,8 @@ TEST(MatmulGroups, EachGroupIsTheScalarReferenceOfItsOwnInput) {
                 ys.emplace_back(size_t(c.n * rows), -1.0f);
                 outputs.push_back({&weights[k].view, nullptr, rows});
             }
-            groups.push_back({std::span(outputs).subspan(first, c.outputs.size()), c.x->data(), cols, c.n});
+            groups.push_back(
+                {std::span(outputs).subspan(first, c.outputs.size()), c.x->data(), cols, c.n, c.picks.empty() ? nullptr : c.picks.data()});
         }
         for (size_t i = 0; i < outputs.size(); ++i) outputs[i].y = ys[i].data();
         matmul_groups(pool, groups, numerics);
@@ -506,12 +520,17 @@ TEST(MatmulGroups, EachGroupIsTheScalarReferenceOfItsOwnInput) {
             for (size_t k : c.outputs) {
                 const Weights& w = weights[k];
                 const std::vector<float>& y = ys[output++];
+                std::vector<float> read;  // the rows the group reads
+                for (int64_t t = 0; t < c.n; ++t) {
+                    const float* row = c.x->data() + (c.picks.empty() ? t : c.picks[size_t(t)]) * cols;
+                    read.insert(read.end(), row, row + cols);
+                }
                 std::vector<float> want(y.size());
-                if (numerics == Numerics::exact) matmul(pool, w.view, c.x->data(), cols, c.n, want.data(), rows, numerics);
+                if (numerics == Numerics::exact) matmul(pool, w.view, read.data(), cols, c.n, want.data(), rows, numerics);
                 for (int64_t t = 0; t < c.n && numerics == Numerics::native; ++t) {
                     const ActivationFormat format = activation_format(w.type->type);
                     std::vector<uint8_t> act(activation_row_bytes(format, cols));
-                    activation_quantizer(format, Isa::scalar)(c.x->data() + t * cols, act.data(), cols);
+                    activation_quantizer(format, Isa::scalar)(read.data() + t * cols, act.data(), cols);
                     for (int64_t r = 0; r < rows; ++r)
                         want[size_t(t * rows + r)] = int_dot_kernel(w.type->type, Isa::scalar)(w.view.row(r), act.data(), cols);
                 }
