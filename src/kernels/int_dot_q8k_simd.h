@@ -451,16 +451,11 @@ K3_Q8K_INLINE __m256 weight_factor_lanes(uint16_t f16_bits) {
     return value;
 }
 
-// Block b of the kRows rows after the tile's, into L2 while the tile's own block is multiplied:
-// the weights stream from memory once, and rows of a few KiB are too short for the hardware
-// prefetcher to run ahead of four interleaved rows (the Q8_0 tiles' reason, int_dot_simd.h).
+// Block b of the tile kRows · ahead rows on (prefetch_rows_ahead), into L2 while the tile's own
+// block is multiplied.
 template <typename Block, int kRows>
-K3_Q8K_INLINE void prefetch_next_tile(const uint8_t* weights, size_t weight_stride, int64_t b) {
-    for (int r = kRows; r < 2 * kRows; ++r) {
-        const auto* block = reinterpret_cast<const char*>(weights + size_t(r) * weight_stride + size_t(b) * sizeof(Block));
-        for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(block + line, _MM_HINT_T1);
-        _mm_prefetch(block + sizeof(Block) - 1, _MM_HINT_T1);  // the line a block's end crosses into
-    }
+K3_Q8K_INLINE void prefetch_next_tile(const uint8_t* weights, size_t weight_stride, int64_t b, size_t ahead) {
+    int_simd::prefetch_span(weights + ahead * weight_stride, weight_stride, kRows, size_t(b) * sizeof(Block), sizeof(Block));
 }
 
 // kRows weight rows × kTokens activation rows: lane kTokens·r + t of the accumulators is
@@ -471,8 +466,9 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     static_assert(kRows * kTokens <= 4);
     using Block = typename Format::BlockType;
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
+    const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
     for (int64_t b = 0; b < n / 256; ++b) {
-        prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
+        prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
         // Each lane is set once (the lanes past the tile's zeroed one by one: an aggregate's
         // zero-initialisation compiled to two rep stos per block, a sixth of decode's time).
         __m256i sums[4], mins[4];
@@ -544,6 +540,7 @@ void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_r
                        int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     using Block = typename Format::BlockType;
     constexpr int kChunkRows = 4, kTokens = 8;
+    const size_t ahead = int_simd::prefetch_rows_ahead(kChunkRows, weight_stride);
     for (int64_t r0 = 0; r0 < n_rows; r0 += kChunkRows) {
         const int rows = int(n_rows - r0 < kChunkRows ? n_rows - r0 : kChunkRows);
         const uint8_t* chunk = weights + size_t(r0) * weight_stride;
@@ -551,7 +548,7 @@ void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_r
             __m256 acc[kChunkRows], off[kChunkRows];
             for (int r = 0; r < kChunkRows; ++r) acc[r] = off[r] = _mm256_setzero_ps();
             for (int64_t b = 0; b < n / 256; ++b) {
-                prefetch_next_tile<Block, kChunkRows>(chunk, weight_stride, b);
+                prefetch_next_tile<Block, kChunkRows>(chunk, weight_stride, b, ahead);
                 const ActBlockQ8_K* a[kTokens];
                 for (int t = 0; t < kTokens; ++t) a[t] = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t0 + t) * act_stride) + b;
                 const __m256 d_act = _mm256_setr_ps(a[0]->d, a[1]->d, a[2]->d, a[3]->d, a[4]->d, a[5]->d, a[6]->d, a[7]->d);
@@ -579,9 +576,14 @@ void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_r
     }
 }
 
+// A Products policy may bring its own decode tiles for a format (wider registers):
+//   template <typename Format> static void decode_rows(weights, weight_stride, n_rows, act_row, n, y).
+template <typename Format, typename Products>
+concept OwnDecodeRows = requires { &Products::template decode_rows<Format>; };
+
 // IntDotTileFn: eight tokens at a time (prefill), then four, each row with all of them while it
-// is in L1; then the last 1-3 tokens in tiles of four rows × 1 token (decode), two rows × 2
-// tokens or one row × 3 tokens.
+// is in L1; then the last 1-3 tokens in tiles of four rows × 1 token (decode, or the policy's
+// own), two rows × 2 tokens or one row × 3 tokens.
 template <typename Format, typename Products>
 void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
@@ -602,7 +604,10 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
     switch (n_tokens - t) {
         case 3: rows_of_tiles<Format, Products, 1, 3>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
         case 2: rows_of_tiles<Format, Products, 2, 2>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
-        case 1: rows_of_tiles<Format, Products, 4, 1>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride); break;
+        case 1:
+            if constexpr (OwnDecodeRows<Format, Products>) Products::template decode_rows<Format>(rows, weight_stride, n_rows, rest, n, y_rest);
+            else rows_of_tiles<Format, Products, 4, 1>(rows, weight_stride, n_rows, rest, act_stride, n, y_rest, y_stride);
+            break;
         default: break;
     }
 }
@@ -706,8 +711,9 @@ struct LaneTiles {
                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
         F acc[kChunkTokens], off[kChunkTokens];
         for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = V::zero();
+        const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
         for (int64_t b = 0; b < n / 256; ++b) {
-            prefetch_next_tile<Block, kRows>(weights, weight_stride, b);
+            prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
             Panel p;
             for (int h = 0; h < kPanels; ++h) decode_eight(weights, weight_stride, rows, b, h, p);
             const F d = V::load(reinterpret_cast<const float*>(p.d));

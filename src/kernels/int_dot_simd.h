@@ -207,16 +207,32 @@ template <typename F, int kRows, int kTokens, typename Group>
             y[t * y_stride + r] = F::kOffset ? reduce8(acc[r][t]) + reduce8(off[r][t]) : reduce8(acc[r][t]);
 }
 
-// Group b of the kRows rows after the tile's, into L2 while the tile's own group is multiplied:
-// the weights stream from memory once, and a row is too short (a few KiB) for the hardware
-// prefetcher to run ahead of four interleaved rows (decode's profile stalled on each group's
-// first load).
-template <typename F, int kRows>
-[[gnu::always_inline]] inline void prefetch_next_tile(const uint8_t* w, size_t w_stride, int64_t b) {
-    for (int r = 0; r < kRows; ++r) {
-        const uint8_t* group = w + size_t(kRows + r) * w_stride + size_t(b) * F::kBytes;
-        for (int line = 0; line < 8 * F::kBytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(group + line), _MM_HINT_T1);
+// Bytes [begin, begin + count) of `rows` rows (`stride` apart) from `first`, into L2.
+[[gnu::always_inline]] inline void prefetch_span(const uint8_t* first, size_t stride, int rows, size_t begin, size_t count) {
+    for (int r = 0; r < rows; ++r) {
+        const uintptr_t start = reinterpret_cast<uintptr_t>(first + size_t(r) * stride + begin);
+        for (uintptr_t line = start & ~uintptr_t(63); line < start + count; line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
     }
+}
+
+// The tiles stream their weights from memory once, a few rows interleaved: rows of a few KiB are
+// too short for the hardware prefetcher to follow, so each tile prefetches the same blocks of the
+// tile `ahead` rows on, whole tiles at least kPrefetchBytes ahead. One tile ahead (2 KiB of
+// 1024-wide Q4_K rows) arrived late: decode stalled on each block's first load, and a
+// microbenchmark of the Q4_K decode tile streamed 11 GB/s from DRAM one tile ahead, 14-20
+// GB/s from 4-16 KiB ahead.
+inline constexpr size_t kPrefetchBytes = 16384;
+
+inline size_t prefetch_rows_ahead(int tile_rows, size_t row_stride) {
+    const size_t tile_bytes = size_t(tile_rows) * row_stride;
+    return size_t(tile_rows) * (tile_bytes == 0 ? 1 : std::max<size_t>(1, (kPrefetchBytes + tile_bytes - 1) / tile_bytes));
+}
+
+// Group b of the tile `ahead` rows on, into L2 while the tile's own group is multiplied.
+template <typename F, int kRows>
+[[gnu::always_inline]] inline void prefetch_next_tile(const uint8_t* w, size_t w_stride, int64_t b, size_t ahead) {
+    prefetch_span(w + ahead * w_stride, w_stride, kRows, size_t(b) * F::kBytes, 8 * F::kBytes);
 }
 
 // A tile of kRows weight rows (w_stride bytes apart) times kTokens activation rows (act_stride
@@ -236,8 +252,9 @@ struct TileBlock {
     static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
                     int64_t y_stride) {
         using Act = int_formats::ActBlock<F>;
+        const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
-            prefetch_next_tile<F, kRows>(w, w_stride, b);
+            prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
             __m256i qs[8];
             __m256 act_d, act_s = _mm256_setzero_ps();
             const auto load_token = [&](int t) __attribute__((always_inline)) {
@@ -405,8 +422,9 @@ struct LanesBlock {
         __m256 acc[kTokenChunk][kRows], off[F::kOffset ? kTokenChunk : 1][kRows];
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int r = 0; r < kRows; ++r) acc[t][r] = off[F::kOffset ? t : 0][r] = _mm256_setzero_ps();
+        const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
         const auto group = [&](int64_t b, int count) __attribute__((always_inline)) {
-            prefetch_next_tile<F, kRows>(w, w_stride, b);
+            prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
             typename WeightLevel::Weight wl[kRows][8];
             __m256 w_d[kRows], w_m[kRows];
             group_weights<F, WeightLevel, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);
@@ -524,9 +542,10 @@ struct RowLanes {
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int j = 0; j < 8; ++j) acc[t][j] = off[F::kOffset ? t : 0][j] = V::zero();
         const int64_t n_blocks = n / 32;
+        const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
         for (int64_t b = 0; b < n_blocks; b += 8) {
             const int count = int(std::min<int64_t>(8, n_blocks - b));
-            prefetch_next_tile<F, kRows>(w, w_stride, b);
+            prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
             Panel p;
             for (int h = 0; h < kPanels; ++h) decode_eight(w, w_stride, rows, b, count, h, p);
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {

@@ -243,11 +243,13 @@ TEST_P(IntDotQ8K, TileKernelsEqualTheReferenceAtEveryRowAndTokenCount) {
         }
 }
 
-// The lane kernels at the largest products a row can hold: every level byte at its largest
+// The lane kernels and decode's tiles (four rows, one token) at the largest products a row can
+// hold: every level byte at its largest
 // (block bytes 0xff, the f16 factors set to 2^-10: Q2_K's 3, Q3_K's 7, Q4_K's 15, Q5_K's 31,
 // Q6_K's 63 with the largest scale and min codes) times activations all +127 or all -127: where
-// the AVX2 kernel adds maddubs' pair sums in int16 before applying the scales, they must not wrap.
-TEST_P(IntDotQ8K, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
+// the AVX2 kernel adds maddubs' pair sums in int16 before applying the scales, and where the
+// AVX-512 decode tiles pack byte-dot sums into int16, they must not wrap.
+TEST_P(IntDotQ8K, LaneAndDecodeKernelsEqualTheReferenceAtTheLargestLevels) {
     const int64_t n = 256 * 2;
     const size_t w_bytes = tensor::row_bytes(*traits_, n), act_bytes = activation_row_bytes(ActivationFormat::q8_K, n);
     const int64_t groups = act_lane_groups(n);
@@ -268,9 +270,10 @@ TEST_P(IntDotQ8K, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
         case tensor::Type::Q6_K: f16_fields = {offsetof(tensor::BlockQ6_K, d)}; break;
         default: GTEST_SKIP() << "no lane kernel (LaneKernelsExistForTheUnsignedLevelFormats)";
     }
-    std::vector<uint8_t> weights(w_bytes, 0xff);
+    constexpr int64_t kTileRows = 4;
+    std::vector<uint8_t> weights(w_bytes * kTileRows, 0xff);
     const uint16_t small = tensor::f32_to_f16(1.0f / 1024);
-    for (int64_t b = 0; b < n / 256; ++b)
+    for (int64_t b = 0; b < kTileRows * n / 256; ++b)
         for (size_t field : f16_fields) std::memcpy(weights.data() + size_t(b) * traits_->block_bytes + field, &small, 2);
     for (Isa isa : levels_) {
         std::vector<float> y(2);
@@ -280,6 +283,11 @@ TEST_P(IntDotQ8K, LaneKernelsEqualTheReferenceAtTheLargestLevels) {
             const float want = reference_(weights.data(), act.data() + t * act_bytes, n);
             ASSERT_TRUE(std::isfinite(want));
             ASSERT_EQ(bits_of(y[size_t(t)]), bits_of(want)) << isa_name(isa) << " token " << t;
+            std::vector<float> rows_y(kTileRows);
+            int_dot_tile_kernel(traits_->type, isa)(weights.data(), w_bytes, kTileRows, act.data() + t * act_bytes, act_bytes, 1, n,
+                                                    rows_y.data(), 1);
+            for (int64_t r = 0; r < kTileRows; ++r)
+                ASSERT_EQ(bits_of(rows_y[size_t(r)]), bits_of(want)) << isa_name(isa) << " decode tile, token " << t << " row " << r;
         }
     }
 }
