@@ -27,6 +27,7 @@ struct Avx2Level {
     static __m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
     static __m256i product(const Weight& w, __m256i a) { return widen(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(a, w.w))); }
     static __m256i unsigned_product(__m256i u, __m256i a) { return widen(_mm256_maddubs_epi16(u, a)); }
+    static __m256i add_unsigned_product(__m256i acc, __m256i u, __m256i a) { return _mm256_add_epi32(acc, unsigned_product(u, a)); }
 };
 
 }  // namespace

@@ -41,6 +41,7 @@ struct Avx512VnniLevel {
     }
     // The product of unsigned (biased) levels (decode's tiles).
     static __m256i unsigned_product(__m256i u, __m256i a) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a); }
+    static __m256i add_unsigned_product(__m256i acc, __m256i u, __m256i a) { return _mm256_dpbusd_epi32(acc, u, a); }
 };
 
 }  // namespace

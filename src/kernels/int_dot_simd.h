@@ -68,15 +68,28 @@ inline constexpr std::array<int8_t, 16> kBiasedMxfp4 = biased_table<kBias>(tenso
 template <int kBias>
 inline constexpr std::array<int8_t, 16> kBiasedIq4nl = biased_table<kBias>(tensor::kIq4nlValues);
 
+// Whether a format's levels plus kBias follow from its 4-bit codes alone: Q4_0's codes (bias 8),
+// Q4_1's (bias 0), the table formats' tables shifted.
+template <typename F, int kBias>
+inline constexpr bool kNibbleCodes = (std::is_same_v<F, int_formats::Q4_0> && kBias == 8) ||
+                                     (std::is_same_v<F, int_formats::Q4_1> && kBias == 0) ||
+                                     std::is_same_v<F, int_formats::Mxfp4> || std::is_same_v<F, int_formats::Iq4Nl>;
+
+// Codes (one per byte) as levels plus kBias (kNibbleCodes).
+template <typename F, int kBias>
+[[gnu::always_inline]] inline __m256i biased_codes(__m256i codes) {
+    if constexpr (std::is_same_v<F, int_formats::Mxfp4>) return table_lookup(kBiasedMxfp4<kBias>.data(), codes);
+    else if constexpr (std::is_same_v<F, int_formats::Iq4Nl>) return table_lookup(kBiasedIq4nl<kBias>.data(), codes);
+    else return codes;
+}
+
 // A block's 32 levels plus kBias as unsigned bytes (kBias + the largest level <= 255): Q4_0's and
 // Q5_0's stored codes where the bias is their offset, the table formats' tables shifted.
 template <typename F, int kBias>
 [[gnu::always_inline]] inline __m256i biased_levels(const uint8_t* b) {
     using namespace int_formats;
-    if constexpr (std::is_same_v<F, Q4_0> && kBias == 8) return nibbles(b + F::kQsAt);
+    if constexpr (kNibbleCodes<F, kBias>) return biased_codes<F, kBias>(nibbles(b + F::kQsAt));
     else if constexpr (std::is_same_v<F, Q5_0> && kBias == 16) return _mm256_or_si256(nibbles(b + F::kQsAt), fifth_bits(b + F::kQhAt));
-    else if constexpr (std::is_same_v<F, Mxfp4>) return table_lookup(kBiasedMxfp4<kBias>.data(), nibbles(b + F::kQsAt));
-    else if constexpr (std::is_same_v<F, Iq4Nl>) return table_lookup(kBiasedIq4nl<kBias>.data(), nibbles(b + F::kQsAt));
     else if constexpr (kBias == 0) return levels<F>(b);
     else return _mm256_add_epi8(levels<F>(b), _mm256_set1_epi8(char(kBias)));
 }
@@ -92,6 +105,22 @@ struct DecodeLevels {
     static constexpr int kBias = F::kOffset ? 0 : F::kMaxLevel;
     static constexpr bool kUnsigned = !Level::kPairSums || 2 * (kBias + F::kMaxLevel) * 127 <= INT16_MAX;
 };
+
+// Two blocks' 16-byte code arrays: low nibbles (elements 0..15 of each block, the first block's in
+// the low half), high nibbles (elements 16..31).
+[[gnu::always_inline]] inline void nibble_pair(const uint8_t* first, const uint8_t* second, __m256i& low, __m256i& high) {
+    const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first))),
+                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(second)), 1);
+    low = _mm256_and_si256(q, _mm256_set1_epi8(15));
+    high = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(15));
+}
+
+// Four registers, p[i] holding block 2i's partial sums in its low half and block 2i + 1's in its
+// high half -> one register with block j's total in lane j.
+inline __m256i pair_totals(const __m256i* p) {
+    const __m256i sums = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));  // blocks 0,2,4,6,1,3,5,7
+    return _mm256_permutevar8x32_epi32(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
 
 // Eight registers of 8 int32 partial sums -> one register with the total of register j in lane j.
 inline __m256i block_totals(const __m256i* p) {
@@ -243,7 +272,8 @@ template <typename F, int kRows>
 //   struct Weight;  static Weight weight(__m256i levels);
 //   static __m256i product(const Weight&, __m256i activation): 8 int32 lanes totalling Σ w·a;
 //   static __m256i unsigned_product(__m256i u, __m256i activation): the same of unsigned bytes u
-//   (DecodeLevels' form; with pair sums, u·127 pairs must fit int16);
+//   (DecodeLevels' form; with pair sums, u·127 pairs must fit int16), and
+//   add_unsigned_product(acc, u, activation): acc plus those;
 //   kPairSums, and where true static __m256i widen(__m256i pairs): the 8 int32 sums of
 //   neighbouring int16 lanes (maddubs' pair sums; LanesBlock).
 template <typename F, typename Level>
@@ -277,6 +307,31 @@ struct TileBlock {
                 if constexpr (Form::kUnsigned && Form::kBias != 0) {
                     for (int j = 0; j < 8; ++j) p[j] = Level::unsigned_product(_mm256_set1_epi8(char(Form::kBias)), qs[j]);
                     bias_totals = block_totals(p);
+                }
+                if constexpr (Form::kUnsigned && kNibbleCodes<F, Form::kBias>) {
+                    if (count == 8) {
+                        // Blocks in pairs: each pair's low nibbles in one register against the
+                        // first halves of their activations, the high nibbles against the second
+                        // (half the decode and the horizontal sums of block by block).
+                        __m256i a_low[4], a_high[4];
+                        for (int i = 0; i < 4; ++i) {
+                            a_low[i] = _mm256_permute2x128_si256(qs[2 * i], qs[2 * i + 1], 0x20);
+                            a_high[i] = _mm256_permute2x128_si256(qs[2 * i], qs[2 * i + 1], 0x31);
+                        }
+                        for (int r = 0; r < kRows; ++r) {
+                            const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
+                            __m256i pairs[4];
+                            for (int i = 0; i < 4; ++i) {
+                                __m256i low, high;
+                                nibble_pair(wb + 2 * i * F::kBytes + F::kQsAt, wb + (2 * i + 1) * F::kBytes + F::kQsAt, low, high);
+                                pairs[i] = Level::add_unsigned_product(Level::unsigned_product(biased_codes<F, Form::kBias>(low), a_low[i]),
+                                                                       biased_codes<F, Form::kBias>(high), a_high[i]);
+                            }
+                            add_terms(r, 0, _mm256_sub_epi32(pair_totals(pairs), bias_totals), weight_scales<F>(wb, count),
+                                      F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
+                        }
+                        return;
+                    }
                 }
                 for (int r = 0; r < kRows; ++r) {
                     const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
