@@ -10,8 +10,10 @@
 // std::exp is denormal (< 1.2e-38 absolute).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/vector_ops.h"
@@ -166,6 +168,28 @@ struct VectorOps {
                             int k, float* state, float* out, int64_t out_stride) {
         constexpr int W = V::kWidth;
         const int history = k - 1;
+        if (n_tokens == 1) {
+            // Decode: each channel alone (its taps and state are contiguous), in the lanes' fused
+            // order. Transposing a block's taps and state into lanes costs more than one token's
+            // products: 12 µs a call, the longest step the main thread ran alone in a decode step.
+            // K3's width of 4 as a constant, so that the channel's loops unroll.
+            const auto one_token = [&](auto width) {
+                const int taps = width, past_taps = taps - 1;
+                for (int64_t c = 0; c < channels; ++c) {
+                    const float* wc = w + c * taps;
+                    float* past = state + c * past_taps;
+                    const float x = u[c];
+                    float sum = 0.0f;
+                    for (int j = 0; j < past_taps; ++j) sum = std::fma(wc[j], past[j], sum);
+                    out[c] = std::fma(wc[past_taps], x, sum);
+                    for (int j = 0; j + 1 < past_taps; ++j) past[j] = past[j + 1];
+                    if (past_taps > 0) past[past_taps - 1] = x;
+                }
+            };
+            if (k == 4) one_token(std::integral_constant<int, 4>{});
+            else one_token(k);
+            return;
+        }
         std::vector<float> taps(size_t(k) * W);           // [k][W]: w[c][j] of the block's channels
         std::vector<float> past(size_t(history) * W);     // [k-1][W]: the state, oldest first
         for (int64_t c0 = 0; c0 < channels; c0 += W) {
