@@ -171,27 +171,27 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
 
     // 4.2 q, k: per head x / max(||x||, eps); q also * 1/sqrt(D).  4.3 gate g and beta.
     const float q_scale = 1.0f / std::sqrt(float(D));
-    ctx.for_each_piece(n, 4 * I, [&](int64_t t0, int64_t t1) {
-        const int64_t first = t0 * I, count = (t1 - t0) * I;
-        kernels::silu(q.data() + first, count, q.data() + first);
-        kernels::silu(k.data() + first, count, k.data() + first);
-        kernels::silu(v.data() + first, count, v.data() + first);
-        kernels::sigmoid(beta.data() + t0 * H, (t1 - t0) * H, beta.data() + t0 * H);
-        for (int64_t t = t0; t < t1; ++t) {
-            for (int64_t h = 0; h < H; ++h) {
-                float* qh = q.data() + t * I + h * D;
-                kernels::l2_norm(qh, hp.rms_eps, D, qh);
-                for (int64_t d = 0; d < D; ++d) qh[d] *= q_scale;
-                float* kh = k.data() + t * I + h * D;
-                kernels::l2_norm(kh, hp.rms_eps, D, kh);
-                // ssm_a = -A_h.  K3: g = lb * sigmoid(A_h * r);  Kimi-Linear: g = -A_h * softplus(r)
-                float* gh = gate.data() + t * I + h * D;
-                const float* bias = w.dt_bias.data() + h * D;
-                const float A = -w.a[size_t(h)];
-                for (int64_t d = 0; d < D; ++d) {
-                    const float r = gh[d] + bias[d];
-                    gh[d] = hp.gate_lower_bound ? *hp.gate_lower_bound * kernels::sigmoid(A * r) : -A * softplus(r);
-                }
+    // In (token, head) items, weighed as eight elementwise steps a value (the activations take
+    // exponentials): whole tokens left decode's one token to the main thread alone (17 µs a layer).
+    ctx.for_each_piece(n * H, 8 * 4 * D, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+            const int64_t t = i / H, h = i % H, first = t * I + h * D;
+            kernels::silu(q.data() + first, D, q.data() + first);
+            kernels::silu(k.data() + first, D, k.data() + first);
+            kernels::silu(v.data() + first, D, v.data() + first);
+            kernels::sigmoid(beta.data() + i, 1, beta.data() + i);  // beta is [n][H]
+            float* qh = q.data() + first;
+            kernels::l2_norm(qh, hp.rms_eps, D, qh);
+            for (int64_t d = 0; d < D; ++d) qh[d] *= q_scale;
+            float* kh = k.data() + first;
+            kernels::l2_norm(kh, hp.rms_eps, D, kh);
+            // ssm_a = -A_h.  K3: g = lb * sigmoid(A_h * r);  Kimi-Linear: g = -A_h * softplus(r)
+            float* gh = gate.data() + first;
+            const float* bias = w.dt_bias.data() + h * D;
+            const float A = -w.a[size_t(h)];
+            for (int64_t d = 0; d < D; ++d) {
+                const float r = gh[d] + bias[d];
+                gh[d] = hp.gate_lower_bound ? *hp.gate_lower_bound * kernels::sigmoid(A * r) : -A * softplus(r);
             }
         }
     });

@@ -15,8 +15,9 @@ void situ_glu(const ForwardContext& ctx, const GluWeights& w, const float* y, in
 }
 
 void situ_in_place(const ForwardContext& ctx, float* gate, const float* up, int64_t count) {
-    // situ(g, u) = [beta tanh(g/beta) sigmoid(g)] * [lambda tanh(u/lambda)]
-    ctx.for_each_piece(count, 1, [&](int64_t first, int64_t last) {
+    // situ(g, u) = [beta tanh(g/beta) sigmoid(g)] * [lambda tanh(u/lambda)]: three exponentials a
+    // value, weighed as eight elementwise steps (one piece, it took 20 µs of a decode step's MoE).
+    ctx.for_each_piece(count, 8, [&](int64_t first, int64_t last) {
         kernels::situ(gate + first, up + first, ctx.hp.situ_beta, ctx.hp.situ_linear_beta, last - first, gate + first);
     });
 }
