@@ -9,6 +9,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -23,6 +24,79 @@
 
 namespace k3::kernels {
 namespace {
+
+// Decode's groups of the 4-bit code formats (int_simd::YmmNibbleGroups' contract) four blocks per
+// register: a zmm of four blocks' codes splits into their low and high nibbles, one vpdpbusd
+// each against the activations in the same order, and the two registers of four blocks' partial
+// sums fold into eight totals. Half the instructions of two blocks per ymm.
+template <typename F, int kBias>
+struct ZmmNibbleGroups {
+    struct Acts {
+        __m512i low[2], high[2];  // blocks 4h..4h + 3: elements 0..15 (low), 16..31 (high), a block per 128-bit lane
+    };
+    static Acts acts(const __m256i (&qs)[8]) {
+        Acts a;
+        for (int h = 0; h < 2; ++h) {
+            const __m256i* q = qs + 4 * h;
+            a.low[h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(q[0], q[1], 0x20)),
+                                          _mm256_permute2x128_si256(q[2], q[3], 0x20), 1);
+            a.high[h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_permute2x128_si256(q[0], q[1], 0x31)),
+                                           _mm256_permute2x128_si256(q[2], q[3], 0x31), 1);
+        }
+        return a;
+    }
+    static __m512i biased(__m512i codes) {
+        using namespace int_formats;
+        const auto lookup = [&](const int8_t* table) {
+            return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table))), codes);
+        };
+        if constexpr (std::is_same_v<F, Mxfp4>) return lookup(int_simd::kBiasedMxfp4<kBias>.data());
+        else if constexpr (std::is_same_v<F, Iq4Nl>) return lookup(int_simd::kBiasedIq4nl<kBias>.data());
+        else return codes;
+    }
+    static __m256i totals(const uint8_t* wb, const Acts& a) {
+        const __m512i nibble = _mm512_set1_epi8(15);
+        __m512i sums[2];
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* qs = wb + 4 * h * F::kBytes + F::kQsAt;
+            __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+            q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + F::kBytes)), 1);
+            q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 2 * F::kBytes)), 2);
+            q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 3 * F::kBytes)), 3);
+            const __m512i low = biased(_mm512_and_si512(q, nibble)), high = biased(_mm512_and_si512(_mm512_srli_epi16(q, 4), nibble));
+            sums[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), low, a.low[h]), high, a.high[h]);
+        }
+        // 128-bit lane k: block k's total in dword 0 and 2, block 4 + k's in 1 and 3.
+        const __m512i halves = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[0], sums[1]), _mm512_unpackhi_epi32(sums[0], sums[1]));
+        const __m512i totals = _mm512_add_epi32(halves, _mm512_shuffle_epi32(halves, _MM_PERM_BADC));
+        return _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), totals));
+    }
+    // The eight scales from the group's first 128 bytes by one word permute (block k's scale at
+    // byte k·kBytes; an E8M0 byte at an odd address is its word's high byte), where they all lie
+    // there (not Q4_1's).
+    static __m256 scales(const uint8_t* wb) {
+        if constexpr (7 * F::kBytes + 2 > 128 || F::kOffset) {
+            return int_simd::weight_scales<F>(wb, 8);
+        } else {
+            // Block k's scale word: to word 2k (a dword lane) for E8M0's bytes, word k for f16.
+            alignas(64) static constexpr auto kWordOf = [] {
+                std::array<int16_t, 32> index{};
+                for (int k = 0; k < 8; ++k) index[size_t(F::kScaleE8M0 ? 2 * k : k)] = int16_t(k * F::kBytes / 2);
+                return index;
+            }();
+            const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(wb), _mm512_load_si512(kWordOf.data()),
+                                                            _mm512_loadu_si512(wb + 64));
+            if constexpr (F::kScaleE8M0) {
+                const __m256i odd = _mm256_setr_epi32(0, 8 * (F::kBytes % 2), 0, 8 * (F::kBytes % 2), 0, 8 * (F::kBytes % 2), 0, 8 * (F::kBytes % 2));
+                const __m256i e = _mm256_and_si256(_mm256_srlv_epi32(_mm512_castsi512_si256(words), odd), _mm256_set1_epi32(255));
+                // mxfp4_half_scale: 2^(e - 128), subnormal below e = 2 (MXCSR keeps them).
+                return _mm256_scalef_ps(_mm256_set1_ps(1.0f), _mm256_sub_ps(_mm256_cvtepi32_ps(e), _mm256_set1_ps(128.0f)));
+            } else {
+                return _mm256_cvtph_ps(_mm512_castsi512_si128(words));
+            }
+        }
+    }
+};
 
 // The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (Two blocks
 // per 512-bit register measured slower: the inserts and mask moves cost more than they save.
@@ -42,6 +116,8 @@ struct Avx512VnniLevel {
     // The product of unsigned (biased) levels (decode's tiles).
     static __m256i unsigned_product(__m256i u, __m256i a) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a); }
     static __m256i add_unsigned_product(__m256i acc, __m256i u, __m256i a) { return _mm256_dpbusd_epi32(acc, u, a); }
+    template <typename F, int kBias>
+    using NibbleGroups = ZmmNibbleGroups<F, kBias>;
 };
 
 }  // namespace

@@ -115,18 +115,18 @@ struct DecodeLevels {
     high = _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set1_epi8(15));
 }
 
-// Four registers, p[i] holding block 2i's partial sums in its low half and block 2i + 1's in its
-// high half -> one register with block j's total in lane j.
-inline __m256i pair_totals(const __m256i* p) {
-    const __m256i sums = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));  // blocks 0,2,4,6,1,3,5,7
-    return _mm256_permutevar8x32_epi32(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 // Eight registers of 8 int32 partial sums -> one register with the total of register j in lane j.
 inline __m256i block_totals(const __m256i* p) {
     const __m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
     const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
     return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+// Four registers, p[i] holding block 2i's partial sums in its low half and block 2i + 1's in its
+// high half -> one register with block j's total in lane j.
+inline __m256i pair_totals(const __m256i* p) {
+    const __m256i sums = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));  // blocks 0,2,4,6,1,3,5,7
+    return _mm256_permutevar8x32_epi32(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 inline float reduce8(__m256 v) {
@@ -159,6 +159,49 @@ template <typename F>
         return f16_lanes(w, F::kBytes, count);
     }
 }
+
+// Decode's group of eight blocks of a format with 4-bit codes (kNibbleCodes<F, kBias>), two
+// blocks per register: each pair's low nibbles in one register against the first halves of their
+// activations, the high nibbles against the second (half the decode and the horizontal sums of
+// block by block). acts(qs) arranges a token's eight activation blocks once for every row;
+// totals(wb, acts) is the eight blocks' integer sums of biased levels in block order, scales(wb)
+// their weight scales (weight_scales'). A Level may supply its own (Level::NibbleGroups<F, kBias>:
+// AVX-512's four blocks per register).
+template <typename F, int kBias, typename Level>
+struct YmmNibbleGroups {
+    struct Acts {
+        __m256i low[4], high[4];
+    };
+    [[gnu::always_inline]] static Acts acts(const __m256i (&qs)[8]) {
+        Acts a;
+        for (int i = 0; i < 4; ++i) {
+            a.low[i] = _mm256_permute2x128_si256(qs[2 * i], qs[2 * i + 1], 0x20);
+            a.high[i] = _mm256_permute2x128_si256(qs[2 * i], qs[2 * i + 1], 0x31);
+        }
+        return a;
+    }
+    [[gnu::always_inline]] static __m256i totals(const uint8_t* wb, const Acts& a) {
+        __m256i pairs[4];
+        for (int i = 0; i < 4; ++i) {
+            __m256i low, high;
+            nibble_pair(wb + 2 * i * F::kBytes + F::kQsAt, wb + (2 * i + 1) * F::kBytes + F::kQsAt, low, high);
+            pairs[i] = Level::add_unsigned_product(Level::unsigned_product(biased_codes<F, kBias>(low), a.low[i]),
+                                                   biased_codes<F, kBias>(high), a.high[i]);
+        }
+        return pair_totals(pairs);
+    }
+    [[gnu::always_inline]] static __m256 scales(const uint8_t* wb) { return weight_scales<F>(wb, 8); }
+};
+
+template <typename Level, typename F, int kBias>
+struct NibbleGroupsOf {
+    using type = YmmNibbleGroups<F, kBias, Level>;
+};
+template <typename Level, typename F, int kBias>
+    requires requires { typename Level::template NibbleGroups<F, kBias>; }
+struct NibbleGroupsOf<Level, F, kBias> {
+    using type = typename Level::template NibbleGroups<F, kBias>;
+};
 
 // The 8x8 transpose of 32-bit lanes: lane j of v[k] becomes lane k of v[j].
 [[gnu::always_inline]] inline void transpose_lanes(__m256i* v) {
@@ -310,24 +353,11 @@ struct TileBlock {
                 }
                 if constexpr (Form::kUnsigned && kNibbleCodes<F, Form::kBias>) {
                     if (count == 8) {
-                        // Blocks in pairs: each pair's low nibbles in one register against the
-                        // first halves of their activations, the high nibbles against the second
-                        // (half the decode and the horizontal sums of block by block).
-                        __m256i a_low[4], a_high[4];
-                        for (int i = 0; i < 4; ++i) {
-                            a_low[i] = _mm256_permute2x128_si256(qs[2 * i], qs[2 * i + 1], 0x20);
-                            a_high[i] = _mm256_permute2x128_si256(qs[2 * i], qs[2 * i + 1], 0x31);
-                        }
+                        using Groups = typename NibbleGroupsOf<Level, F, Form::kBias>::type;
+                        const typename Groups::Acts acts = Groups::acts(qs);
                         for (int r = 0; r < kRows; ++r) {
                             const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
-                            __m256i pairs[4];
-                            for (int i = 0; i < 4; ++i) {
-                                __m256i low, high;
-                                nibble_pair(wb + 2 * i * F::kBytes + F::kQsAt, wb + (2 * i + 1) * F::kBytes + F::kQsAt, low, high);
-                                pairs[i] = Level::add_unsigned_product(Level::unsigned_product(biased_codes<F, Form::kBias>(low), a_low[i]),
-                                                                       biased_codes<F, Form::kBias>(high), a_high[i]);
-                            }
-                            add_terms(r, 0, _mm256_sub_epi32(pair_totals(pairs), bias_totals), weight_scales<F>(wb, count),
+                            add_terms(r, 0, _mm256_sub_epi32(Groups::totals(wb, acts), bias_totals), Groups::scales(wb),
                                       F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
                         }
                         return;
