@@ -98,6 +98,44 @@ struct ZmmNibbleGroups {
     }
 };
 
+// Decode's groups of Q8_0 (the same contract, kBias 128: the levels as unsigned bytes) two blocks
+// per zmm, and the eight f16 scales by two word permutes of the group's first 256 bytes.
+template <int kBias>
+struct ZmmQ8Groups {
+    using F = int_formats::Q8_0;
+    static_assert(kBias == 128);
+    struct Acts {
+        __m512i pair[4];  // blocks 2i, 2i + 1
+    };
+    static Acts acts(const __m256i (&qs)[8]) {
+        Acts a;
+        for (int i = 0; i < 4; ++i) a.pair[i] = _mm512_inserti64x4(_mm512_castsi256_si512(qs[2 * i]), qs[2 * i + 1], 1);
+        return a;
+    }
+    static __m256i totals(const uint8_t* wb, const Acts& a) {
+        __m512i p[4];
+        for (int i = 0; i < 4; ++i) {
+            const uint8_t* q = wb + 2 * i * F::kBytes + F::kQsAt;
+            const __m512i levels = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))),
+                                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + F::kBytes)), 1);
+            p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(levels, _mm512_set1_epi8(char(0x80))), a.pair[i]);
+        }
+        // 128-bit lane L of u: lane L's sum of p[0..3] in dwords 0..3; adjacent lanes make blocks.
+        const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+        const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
+        const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+        const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));  // lane 0: blocks 0,2,4,6; lane 2: 1,3,5,7
+        return _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0), v));
+    }
+    static __m256 scales(const uint8_t* wb) {
+        // Block k's f16 at word 17k: words 0, 17, 34, 51 of the first 128 bytes, 4, 21, 38, 55 of the next.
+        const __m512i index = _mm512_setr_epi32(17 << 16, (51 << 16) | 34, (21 << 16) | 4, (55 << 16) | 38, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512i first = _mm512_permutex2var_epi16(_mm512_loadu_si512(wb), index, _mm512_loadu_si512(wb + 64));
+        const __m512i second = _mm512_permutex2var_epi16(_mm512_loadu_si512(wb + 128), index, _mm512_loadu_si512(wb + 192));
+        return _mm256_cvtph_ps(_mm_blend_epi32(_mm512_castsi512_si128(first), _mm512_castsi512_si128(second), 0b1100));
+    }
+};
+
 // The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (Two blocks
 // per 512-bit register measured slower: the inserts and mask moves cost more than they save.
 // In the row and tile kernels, offsetting the activations to unsigned instead of the sign step
@@ -117,7 +155,8 @@ struct Avx512VnniLevel {
     static __m256i unsigned_product(__m256i u, __m256i a) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a); }
     static __m256i add_unsigned_product(__m256i acc, __m256i u, __m256i a) { return _mm256_dpbusd_epi32(acc, u, a); }
     template <typename F, int kBias>
-    using NibbleGroups = ZmmNibbleGroups<F, kBias>;
+    using DecodeGroups = std::conditional_t<std::is_same_v<F, int_formats::Q8_0>, ZmmQ8Groups<kBias>,
+                                            std::conditional_t<int_simd::kNibbleCodes<F, kBias>, ZmmNibbleGroups<F, kBias>, void>>;
 };
 
 }  // namespace

@@ -165,8 +165,8 @@ template <typename F>
 // activations, the high nibbles against the second (half the decode and the horizontal sums of
 // block by block). acts(qs) arranges a token's eight activation blocks once for every row;
 // totals(wb, acts) is the eight blocks' integer sums of biased levels in block order, scales(wb)
-// their weight scales (weight_scales'). A Level may supply its own (Level::NibbleGroups<F, kBias>:
-// AVX-512's four blocks per register).
+// their weight scales (weight_scales'). A Level may supply decoders of its own for any format
+// (DecodeGroupsOf below).
 template <typename F, int kBias, typename Level>
 struct YmmNibbleGroups {
     struct Acts {
@@ -193,14 +193,17 @@ struct YmmNibbleGroups {
     [[gnu::always_inline]] static __m256 scales(const uint8_t* wb) { return weight_scales<F>(wb, 8); }
 };
 
+// The group decoder of decode's tiles for F at Level (YmmNibbleGroups' contract):
+// Level::DecodeGroups<F, kBias> where the Level has one (void there: none for F), else
+// YmmNibbleGroups for the 4-bit code formats, else void (the tiles go block by block).
 template <typename Level, typename F, int kBias>
-struct NibbleGroupsOf {
-    using type = YmmNibbleGroups<F, kBias, Level>;
+struct DecodeGroupsOf {
+    using type = std::conditional_t<kNibbleCodes<F, kBias>, YmmNibbleGroups<F, kBias, Level>, void>;
 };
 template <typename Level, typename F, int kBias>
-    requires requires { typename Level::template NibbleGroups<F, kBias>; }
-struct NibbleGroupsOf<Level, F, kBias> {
-    using type = typename Level::template NibbleGroups<F, kBias>;
+    requires requires { typename Level::template DecodeGroups<F, kBias>; }
+struct DecodeGroupsOf<Level, F, kBias> {
+    using type = typename Level::template DecodeGroups<F, kBias>;
 };
 
 // The 8x8 transpose of 32-bit lanes: lane j of v[k] becomes lane k of v[j].
@@ -351,9 +354,9 @@ struct TileBlock {
                     for (int j = 0; j < 8; ++j) p[j] = Level::unsigned_product(_mm256_set1_epi8(char(Form::kBias)), qs[j]);
                     bias_totals = block_totals(p);
                 }
-                if constexpr (Form::kUnsigned && kNibbleCodes<F, Form::kBias>) {
+                using Groups = typename DecodeGroupsOf<Level, F, Form::kBias>::type;
+                if constexpr (Form::kUnsigned && !std::is_void_v<Groups>) {
                     if (count == 8) {
-                        using Groups = typename NibbleGroupsOf<Level, F, Form::kBias>::type;
                         const typename Groups::Acts acts = Groups::acts(qs);
                         for (int r = 0; r < kRows; ++r) {
                             const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
