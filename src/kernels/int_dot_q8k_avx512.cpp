@@ -34,14 +34,14 @@ inline __m512i dpwssd(__m512i acc, __m512i p, __m512i s) { return _mm512_dpwssd_
 // each row's slot scales from one vector unpack of the four rows' scale bytes. A quarter of the
 // 256-bit tile's instructions per block; the same integer sums and f32 steps as tile().
 template <typename Format>
-void q45k_decode_rows(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act_row, int64_t n, float* y);
+void zmm_decode_rows(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act_row, int64_t n, float* y);
 
 struct VnniProducts {
     static constexpr bool kByteDots = true;
     template <typename Format>
-        requires std::same_as<Format, q8k_formats::Q4K> || std::same_as<Format, q8k_formats::Q5K>
+        requires std::same_as<Format, q8k_formats::Q4K> || std::same_as<Format, q8k_formats::Q5K> || std::same_as<Format, q8k_formats::Q6K>
     static void decode_rows(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act_row, int64_t n, float* y) {
-        q45k_decode_rows<Format>(weights, weight_stride, n_rows, act_row, n, y);
+        zmm_decode_rows<Format>(weights, weight_stride, n_rows, act_row, n, y);
     }
     static __m256i byte_dot(__m256i u, __m256i s) { return dpbusd(__m256i{}, u, s); }
     template <typename I>
@@ -189,11 +189,75 @@ void q45k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlo
     for (int r = 0; r < kRows; ++r) y[r] = out[r];
 }
 
+// Which scale word each word of a pack of two Q6_K slot-sum registers takes (index h): 128-bit
+// lane L holds four sums of slot 8h + L, then four of slot 8h + 4 + L.
+inline constexpr auto kQ6kSlotWords = [] {
+    std::array<std::array<int16_t, 32>, 2> index{};
+    for (int h = 0; h < 2; ++h)
+        for (int w = 0; w < 32; ++w) index[size_t(h)][size_t(w)] = int16_t(8 * h + w / 8 + 4 * (w % 8 / 4));
+    return index;
+}();
+
+// Decode's tile of Q6_K at 512 bits, four rows × one token: each half of a block's 256 levels in
+// two zmm of 64 (one 64-byte load of ql split into low and high nibbles, the two high bits of
+// each from one broadcast of qh shifted per 256-bit half), the levels + 32 as unsigned bytes
+// against the activations in element order; the slots' int8 scales by vpdpwssd and the bias
+// 32·Σ scale·bsum taken off once per row and block. The same integer sums and f32 steps as tile().
 template <typename Format>
-void q45k_decode_rows(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act_row, int64_t n, float* y) {
+void q6k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlockQ8_K* act, int64_t n, float* y) {
+    using Block = tensor::BlockQ6_K;
+    constexpr int kRows = 4;
+    const __m512i nibble = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
+    // Per 256-bit half of a 64-level register: qh's bits to bits 4..5 (low nibbles: slots g = 0, 1
+    // shift left 4 and 2; high nibbles: g = 2, 3 shift right 0 and 2).
+    const __m512i low_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i high_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i slot_words[2] = {_mm512_loadu_si512(kQ6kSlotWords[0].data()), _mm512_loadu_si512(kQ6kSlotWords[1].data())};
+    const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < n / 256; ++b) {
+        q8k_simd::prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
+        const ActBlockQ8_K& a = act[b];
+        __m512i a_qs[4];
+        for (int j = 0; j < 4; ++j) a_qs[j] = _mm512_loadu_si512(a.qs + 64 * j);
+        const __m256i bsums = q8k_simd::load32(a.bsums);
+        __m512i sums[kRows];
+        uint16_t d_bits[kRows];
+        for (int r = 0; r < kRows; ++r) {
+            const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
+            const __m256i scales = _mm256_cvtepi8_epi16(q8k_simd::load16(w.scales));
+            const __m512i scale_words = _mm512_castsi256_si512(scales);
+            // The bias: 32·Σ_j scale_j·bsum_j, as eight int32 terms.
+            __m512i sum = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales, bsums), 5)));
+            for (int h = 0; h < 2; ++h) {
+                const __m512i ql = _mm512_loadu_si512(w.ql + 64 * h);
+                const __m512i qh = _mm512_broadcast_i64x4(q8k_simd::load32(w.qh + 32 * h));
+                const __m512i low = _mm512_or_si512(_mm512_and_si512(ql, nibble), _mm512_and_si512(_mm512_sllv_epi16(qh, low_shift), bits45));
+                const __m512i high = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble),
+                                                     _mm512_and_si512(_mm512_srlv_epi16(qh, high_shift), bits45));
+                // Four products of |level| <= 63 and |a| <= 127 per dword fit int16.
+                const __m512i packed = _mm512_packs_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), low, a_qs[2 * h]),
+                                                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), high, a_qs[2 * h + 1]));
+                sum = _mm512_dpwssd_epi32(sum, packed, _mm512_permutexvar_epi16(slot_words[h], scale_words));
+            }
+            sums[r] = sum;
+            d_bits[r] = Format::d_bits(w);
+        }
+        acc = _mm_fmadd_ps(_mm_mul_ps(q8k_simd::weight_factors<Format>(d_bits), _mm_set1_ps(a.d)), _mm_cvtepi32_ps(zmm_sums_of_4(sums)), acc);
+    }
+    alignas(16) float out[4];
+    _mm_store_ps(out, acc);
+    for (int r = 0; r < kRows; ++r) y[r] = out[r];
+}
+
+template <typename Format>
+void zmm_decode_rows(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act_row, int64_t n, float* y) {
     const auto* act = reinterpret_cast<const ActBlockQ8_K*>(act_row);
     int64_t r = 0;
-    for (; r + 4 <= n_rows; r += 4) q45k_decode_tile<Format>(weights + size_t(r) * weight_stride, weight_stride, act, n, y + r);
+    for (; r + 4 <= n_rows; r += 4) {
+        if constexpr (std::same_as<Format, q8k_formats::Q6K>) q6k_decode_tile<Format>(weights + size_t(r) * weight_stride, weight_stride, act, n, y + r);
+        else q45k_decode_tile<Format>(weights + size_t(r) * weight_stride, weight_stride, act, n, y + r);
+    }
     for (; r < n_rows; ++r)
         q8k_simd::tile<Format, VnniProducts, 1, 1>(weights + size_t(r) * weight_stride, 0, act_row, 0, n, y + r, 0);
 }
