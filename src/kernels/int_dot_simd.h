@@ -75,19 +75,11 @@ inline constexpr bool kNibbleCodes = (std::is_same_v<F, int_formats::Q4_0> && kB
                                      (std::is_same_v<F, int_formats::Q4_1> && kBias == 0) ||
                                      std::is_same_v<F, int_formats::Mxfp4> || std::is_same_v<F, int_formats::Iq4Nl>;
 
-// The table of a kNibbleCodes format's levels plus kBias by code, null where the codes are those
-// already (Q4_0, Q4_1).
-template <typename F, int kBias>
-constexpr const int8_t* biased_code_table() {
-    if constexpr (std::is_same_v<F, int_formats::Mxfp4>) return kBiasedMxfp4<kBias>.data();
-    else if constexpr (std::is_same_v<F, int_formats::Iq4Nl>) return kBiasedIq4nl<kBias>.data();
-    else return nullptr;
-}
-
 // Codes (one per byte) as levels plus kBias (kNibbleCodes).
 template <typename F, int kBias>
 [[gnu::always_inline]] inline __m256i biased_codes(__m256i codes) {
-    if constexpr (biased_code_table<F, kBias>() != nullptr) return table_lookup(biased_code_table<F, kBias>(), codes);
+    if constexpr (std::is_same_v<F, int_formats::Mxfp4>) return table_lookup(kBiasedMxfp4<kBias>.data(), codes);
+    else if constexpr (std::is_same_v<F, int_formats::Iq4Nl>) return table_lookup(kBiasedIq4nl<kBias>.data(), codes);
     else return codes;
 }
 
