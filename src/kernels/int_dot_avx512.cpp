@@ -46,13 +46,12 @@ struct ZmmNibbleGroups {
         return a;
     }
     static __m512i biased(__m512i codes) {
-        using namespace int_formats;
-        const auto lookup = [&](const int8_t* table) {
-            return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table))), codes);
-        };
-        if constexpr (std::is_same_v<F, Mxfp4>) return lookup(int_simd::kBiasedMxfp4<kBias>.data());
-        else if constexpr (std::is_same_v<F, Iq4Nl>) return lookup(int_simd::kBiasedIq4nl<kBias>.data());
-        else return codes;
+        if constexpr (int_simd::kTableCodes<F>) {
+            const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(int_simd::biased_code_table<F, kBias>()));
+            return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table), codes);
+        } else {
+            return codes;
+        }
     }
     static __m256i totals(const uint8_t* wb, const Acts& a) {
         const __m512i nibble = _mm512_set1_epi8(15);
@@ -136,8 +135,9 @@ struct ZmmQ8Groups {
     }
 };
 
-// The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (Two blocks
-// per 512-bit register measured slower: the inserts and mask moves cost more than they save.
+// The 256-bit form (AVX-512 VL): one vpdpbusd per block replaces maddubs + madd. (In the
+// multi-token tiles two blocks per 512-bit register measured slower: the inserts and mask moves
+// cost more than they save; decode's groups above gain from the wider registers.
 // In the row and tile kernels, offsetting the activations to unsigned instead of the sign step
 // measured slower too: the offset's correction costs a horizontal sum per weight block. Biasing
 // the weights' levels instead costs one correction per token and group, shared by every row:

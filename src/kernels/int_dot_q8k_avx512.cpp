@@ -29,10 +29,8 @@ inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) { return _mm512_dpbusd_
 inline __m256i dpwssd(__m256i acc, __m256i p, __m256i s) { return _mm256_dpwssd_epi32(acc, p, s); }
 inline __m512i dpwssd(__m512i acc, __m512i p, __m512i s) { return _mm512_dpwssd_epi32(acc, p, s); }
 
-// Decode's tile of Q4_K and Q5_K at 512 bits, four rows × one token: a block's 256 levels in four
-// zmm of 64 (two 32-value slots each, as one 64-byte load of qs splits into low and high nibbles),
-// each row's slot scales from one vector unpack of the four rows' scale bytes. A quarter of the
-// 256-bit tile's instructions per block; the same integer sums and f32 steps as tile().
+// Decode's tiles of Q4_K, Q5_K (q45k_decode_tile) and Q6_K (q6k_decode_tile) at 512 bits, four
+// rows × one token; the rows left over through tile().
 template <typename Format>
 void zmm_decode_rows(const uint8_t* weights, size_t weight_stride, int64_t n_rows, const uint8_t* act_row, int64_t n, float* y);
 
@@ -109,6 +107,10 @@ inline constexpr auto kQ45kSlotWords = [] {
     return index;
 }();
 
+// Decode's tile of Q4_K and Q5_K at 512 bits, four rows × one token: a block's 256 levels in four
+// zmm of 64 (two 32-value slots each, as one 64-byte load of qs splits into low and high nibbles),
+// each row's slot scales from one vector unpack of the four rows' scale bytes. A quarter of the
+// 256-bit tile's instructions per block; the same integer sums and f32 steps as tile().
 template <typename Format>
 void q45k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlockQ8_K* act, int64_t n, float* y) {
     using Block = typename Format::BlockType;

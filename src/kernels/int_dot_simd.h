@@ -68,18 +68,27 @@ inline constexpr std::array<int8_t, 16> kBiasedMxfp4 = biased_table<kBias>(tenso
 template <int kBias>
 inline constexpr std::array<int8_t, 16> kBiasedIq4nl = biased_table<kBias>(tensor::kIq4nlValues);
 
+// The formats whose 4-bit codes index a table of levels, and that table plus kBias.
+template <typename F>
+inline constexpr bool kTableCodes = std::is_same_v<F, int_formats::Mxfp4> || std::is_same_v<F, int_formats::Iq4Nl>;
+template <typename F, int kBias>
+constexpr const int8_t* biased_code_table() {
+    static_assert(kTableCodes<F>);
+    if constexpr (std::is_same_v<F, int_formats::Mxfp4>) return kBiasedMxfp4<kBias>.data();
+    else return kBiasedIq4nl<kBias>.data();
+}
+
 // Whether a format's levels plus kBias follow from its 4-bit codes alone: Q4_0's codes (bias 8),
 // Q4_1's (bias 0), the table formats' tables shifted.
 template <typename F, int kBias>
 inline constexpr bool kNibbleCodes = (std::is_same_v<F, int_formats::Q4_0> && kBias == 8) ||
                                      (std::is_same_v<F, int_formats::Q4_1> && kBias == 0) ||
-                                     std::is_same_v<F, int_formats::Mxfp4> || std::is_same_v<F, int_formats::Iq4Nl>;
+                                     kTableCodes<F>;
 
 // Codes (one per byte) as levels plus kBias (kNibbleCodes).
 template <typename F, int kBias>
 [[gnu::always_inline]] inline __m256i biased_codes(__m256i codes) {
-    if constexpr (std::is_same_v<F, int_formats::Mxfp4>) return table_lookup(kBiasedMxfp4<kBias>.data(), codes);
-    else if constexpr (std::is_same_v<F, int_formats::Iq4Nl>) return table_lookup(kBiasedIq4nl<kBias>.data(), codes);
+    if constexpr (kTableCodes<F>) return table_lookup(biased_code_table<F, kBias>(), codes);
     else return codes;
 }
 
