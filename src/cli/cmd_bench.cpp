@@ -223,7 +223,7 @@ int run_bench(int argc, char** argv) {
                              counters->peak_bytes};
     }
     // The model goes before the probe's buffer arrives: under a memory cap both may not fit.
-    if (!probe_beside_model) {
+    if (!probe_beside_model && n_gen > 0) {
         engine.reset();
         if (collective) gathered(0.0);  // a barrier: the ranks probe at once
         // Under a memory limit, at most half of what the process leaves of it: a cap below the
@@ -239,6 +239,8 @@ int run_bench(int argc, char** argv) {
             bandwidth = std::accumulate(rates.begin(), rates.end(), 0.0);
         }
     }
+    // The bound is of generation only: a run without it probes nothing.
+    const char* probe = n_gen == 0 ? "none" : probe_beside_model ? "before_generation" : "after_run";
     // Fraction of the bound: bytes a generated token must read, at the achieved rate, over
     // what the memory system can deliver.
     const double fraction = bandwidth > 0 ? tg * bytes_per_token / bandwidth : 0.0;
@@ -253,7 +255,7 @@ int run_bench(int argc, char** argv) {
             "\"bandwidth_bound_fraction\":%.4f,\"tg_storage_read_bytes_per_token\":%.0f,"
             "\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
             model_path.c_str(), n_threads, n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
-            bytes_per_token, bandwidth, probe_beside_model ? "before_generation" : "after_run", fraction,
+            bytes_per_token, bandwidth, probe, fraction,
             storage_per_token, numerics, isa, integer_isa);
         if (cache)
             std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
@@ -279,11 +281,14 @@ int run_bench(int argc, char** argv) {
         if (n_prompt > 0) std::printf("prompt (pp%d)    %.2f tokens/s (median of %d)\n", n_prompt, pp, repetitions);
         if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);
         std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));
-        std::printf("weights/token    %.2f MiB; read bandwidth %.2f GB/s (%s)\n", bytes_per_token / (1 << 20), bandwidth / 1e9,
-                    probe_beside_model ? "probed before generation" : "probed after the run");
+        std::printf("weights/token    %.2f MiB", bytes_per_token / (1 << 20));
         if (n_gen > 0) {
+            std::printf("; read bandwidth %.2f GB/s (%s)\n", bandwidth / 1e9,
+                        probe_beside_model ? "probed before generation" : "probed after the run");
             std::printf("bandwidth bound  %.1f%% (tg x weights/token / bandwidth)\n", 100.0 * fraction);
             std::printf("storage reads    %.2f MiB/token during generation\n", storage_per_token / (1 << 20));
+        } else {
+            std::printf("\n");
         }
         if (cache) {
             std::printf("expert cache     %s (peak %s)\n", util::format_byte_size(cache->capacity).c_str(),
