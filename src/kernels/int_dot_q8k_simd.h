@@ -614,7 +614,7 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
 
 // Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
 // levels, with the rows in the lanes: V::kWidth weight rows' blocks are decoded and transposed
-// once per call (a panel: lane r of each register is row r), so that each byte product takes one
+// once for all tokens (a panel: lane r of each register is row r; int_simd::lane_chunks), so that each byte product takes one
 // activation quad broadcast to every lane and leaves the rows' sums in one register; the slot
 // scales (Products::lane_sums), bias and mins apply per lane, and the block's integer sum of
 // each row is whole in its lane, with no horizontal sums. Up to kChunkTokens tokens keep their
@@ -636,7 +636,9 @@ struct LaneTiles {
 
     // One block of kRows rows, lane r of every register row r's; each register as kPanels ymm
     // of eight rows each, decoded apart.
-    struct Panel {
+    // alignas: lane_chunks' std::vector of panels must not take the 16 bytes GCC gives __m256i
+    // outside a target region that enables AVX.
+    struct alignas(64) Panel {
         __m256i q[8][8][kPanels];                          // [sub-block j][quad k]
         __m256i even[8][kPanels], odd[8][kPanels];         // sub-block j's two slot scales, Products::lane_scales
         __m256i slot_pairs[8][kPanels], min_pairs[8][kPanels];  // int16 pairs: slots 2k and 2k+1's scales (bias) and mins
@@ -706,16 +708,22 @@ struct LaneTiles {
         return V::ibroadcast(v);
     }
 
-    // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens) of act.
+    static int64_t panel_count(int64_t n) { return n / 256; }
+
+    // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens) of act; the rows' blocks
+    // decoded into panels[0, panel_count(n)) first where `decode`, else as an earlier chunk left
+    // them (int_simd::lane_chunks).
     static void chunk(const uint8_t* weights, size_t weight_stride, int rows, const uint8_t* act, size_t act_stride,
-                      int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
+                      int64_t n_tokens, int64_t n, float* y, int64_t y_stride, Panel* panels, bool decode) {
         F acc[kChunkTokens], off[kChunkTokens];
         for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = V::zero();
         const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
         for (int64_t b = 0; b < n / 256; ++b) {
-            prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
-            Panel p;
-            for (int h = 0; h < kPanels; ++h) decode_eight(weights, weight_stride, rows, b, h, p);
+            Panel& p = panels[b];
+            if (decode) {
+                prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
+                for (int h = 0; h < kPanels; ++h) decode_eight(weights, weight_stride, rows, b, h, p);
+            }
             const F d = V::load(reinterpret_cast<const float*>(p.d));
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
                 const int count = int(std::min<int64_t>(kTokenGroup, n_tokens - t0));

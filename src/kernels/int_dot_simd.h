@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/int_dot_formats.h"
 #include "kernels/simd_avx2.h"
@@ -568,23 +569,27 @@ void int_dot_lanes(const void* weight_rows, size_t weight_stride, int64_t n_rows
 }
 
 // A lane kernel's call (IntDotLanesFn) through Kernel::chunk (RowLanes, LaneTiles): rows in
-// panels of Kernel::kRows, tokens in chunks of Kernel::kChunkTokens.
+// panels of Kernel::kRows, tokens in chunks of Kernel::kChunkTokens. A panel's weights are
+// decoded once, by its first chunk, into Kernel::Panel scratch that the later chunks reuse
+// (decoding was a sixth of a 32-token chunk's time; a 33rd token cost another sixth).
 template <typename Kernel>
 void lane_chunks(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                  int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* w = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
+    thread_local std::vector<typename Kernel::Panel> panels;
+    if (panels.size() < size_t(Kernel::panel_count(n))) panels.resize(size_t(Kernel::panel_count(n)));
     for (int64_t r0 = 0; r0 < n_rows; r0 += Kernel::kRows)
         for (int64_t t0 = 0; t0 < n_tokens; t0 += Kernel::kChunkTokens)
             Kernel::chunk(w + size_t(r0) * weight_stride, weight_stride, int(std::min<int64_t>(Kernel::kRows, n_rows - r0)),
                           act + size_t(t0) * act_stride, act_stride, std::min<int64_t>(Kernel::kChunkTokens, n_tokens - t0), n,
-                          y + t0 * y_stride + r0, y_stride);
+                          y + t0 * y_stride + r0, y_stride, panels.data(), t0 == 0);
 }
 
 // Prefill on lane-packed activations with the rows in the lanes (V: a register policy with
 // vpdpbusd, zmm_lanes.h's sixteen rows at AVX-512 VNNI): per group of eight blocks, V::kWidth weight rows' levels plus
-// kBias are decoded as unsigned bytes and transposed once per call (a panel: lane r of each
-// register is row r), so that each byte product takes one activation quad broadcast to every
+// kBias are decoded as unsigned bytes and transposed once for all tokens (a panel: lane r of
+// each register is row r; lane_chunks), so that each byte product takes one activation quad broadcast to every
 // lane (vpdpbusd) and leaves the rows' block sums in one register; the bias times the token's
 // block sum comes off as one broadcast, and each block's float steps (int_dot.h) apply lane-wise
 // to accumulators per token and block % 8, reduced in int_dot.h's order at the end.
@@ -598,7 +603,9 @@ struct RowLanes {
     static constexpr int64_t kChunkTokens = 32;
 
     // One group of eight blocks of kRows rows, as kPanels ymm of eight rows each.
-    struct Panel {
+    // alignas: lane_chunks' std::vector of panels must not take the 16 bytes GCC gives __m256i
+    // outside a target region that enables AVX.
+    struct alignas(64) Panel {
         __m256i q[8][8][kPanels];                // [block j][quad k]: lane r row r's levels 4k..4k+3 + kBias
         __m256 d[8][kPanels], m[8][kPanels];     // block j's scale and offset (F::kOffset) of each row
     };
@@ -632,9 +639,12 @@ struct RowLanes {
         if constexpr (F::kOffset) to_lanes(m, p.m);
     }
 
-    // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens).
+    static int64_t panel_count(int64_t n) { return (n / 32 + 7) / 8; }
+
+    // Rows [0, rows <= kRows) by tokens [0, n_tokens <= kChunkTokens); the rows' groups decoded
+    // into panels[0, panel_count(n)) first where `decode`, else as an earlier chunk left them.
     static void chunk(const uint8_t* w, size_t w_stride, int rows, const uint8_t* act, size_t act_stride, int64_t n_tokens,
-                      int64_t n, float* y, int64_t y_stride) {
+                      int64_t n, float* y, int64_t y_stride, Panel* panels, bool decode) {
         Fv acc[kChunkTokens][8], off[F::kOffset ? kChunkTokens : 1][8];
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int j = 0; j < 8; ++j) acc[t][j] = off[F::kOffset ? t : 0][j] = V::zero();
@@ -642,9 +652,11 @@ struct RowLanes {
         const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
         for (int64_t b = 0; b < n_blocks; b += 8) {
             const int count = int(std::min<int64_t>(8, n_blocks - b));
-            prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
-            Panel p;
-            for (int h = 0; h < kPanels; ++h) decode_eight(w, w_stride, rows, b, count, h, p);
+            Panel& p = panels[b / 8];
+            if (decode) {
+                prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
+                for (int h = 0; h < kPanels; ++h) decode_eight(w, w_stride, rows, b, count, h, p);
+            }
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
                 const int tokens = int(std::min<int64_t>(kTokenGroup, n_tokens - t0));
                 const ActLaneGroup* a[kTokenGroup];
