@@ -111,13 +111,15 @@ int run_bench(int argc, char** argv) {
     show_defaults(app);
     std::string model_path;
     int n_prompt = 512, n_gen = 128, threads = 0, repetitions = 3;
-    bool json = false;
+    bool json = false, no_warmup = false;
     app.add_option("-m,--model", model_path, "model GGUF")->required();
     app.add_option("-p,--n-prompt", n_prompt, "prompt tokens per prompt-processing run (0: skip)")->check(at_least(0));
     app.add_option("-n,--n-gen", n_gen, "tokens per generation run (0: skip)")->check(at_least(0));
     app.add_option("-t,--threads", threads, "worker threads (0: all hardware threads)")->check(thread_count());
     app.add_option("-r,--repetitions", repetitions, "runs per measurement; the median is reported")->check(at_least(1));
     app.add_flag("--json", json, "print one JSON object");
+    app.add_flag("--no-warmup", no_warmup,
+                 "skip the untimed prompt run before the timed ones (as llama-bench's: the model's pages are read in there)");
     runtime::EngineOptions options;
     add_residency_options(app, options.residency);
     add_numerics_option(app, options.numerics);
@@ -139,6 +141,7 @@ int run_bench(int argc, char** argv) {
     };
 
     std::vector<double> pp_rates, tg_rates;
+    if (n_prompt > 0 && !no_warmup) engine->new_session()->eval(random_tokens(n_prompt));
     for (int r = 0; r < repetitions && n_prompt > 0; ++r) {
         const std::vector<int32_t> prompt = random_tokens(n_prompt);
         auto session = engine->new_session();
