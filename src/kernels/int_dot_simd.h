@@ -587,12 +587,13 @@ void lane_chunks(const void* weight_rows, size_t weight_stride, int64_t n_rows, 
 }
 
 // Prefill on lane-packed activations with the rows in the lanes (V: a register policy with
-// vpdpbusd, zmm_lanes.h's sixteen rows at AVX-512 VNNI): per group of eight blocks, V::kWidth weight rows' levels plus
-// kBias are decoded as unsigned bytes and transposed once for all tokens (a panel: lane r of
-// each register is row r; lane_chunks), so that each byte product takes one activation quad broadcast to every
-// lane (vpdpbusd) and leaves the rows' block sums in one register; the bias times the token's
-// block sum comes off as one broadcast, and each block's float steps (int_dot.h) apply lane-wise
-// to accumulators per token and block % 8, reduced in int_dot.h's order at the end.
+// vpdpbusd, zmm_lanes.h's sixteen rows at AVX-512 VNNI): per group of eight blocks, V::kWidth
+// weight rows' levels plus kBias are decoded as unsigned bytes and transposed once for all tokens
+// (a panel: lane r of each register is row r; lane_chunks), so that each byte product takes one
+// activation quad broadcast to every lane (vpdpbusd) and leaves the rows' block sums in one
+// register; the bias times the token's block sum comes off as one broadcast, and each block's
+// float steps (int_dot.h) apply lane-wise to accumulators per token and block % 8, reduced in
+// int_dot.h's order at the end.
 template <typename F, typename V>
 struct RowLanes {
     using I = typename V::I;
