@@ -9,11 +9,18 @@
 namespace k3 {
 namespace {
 
-TEST(BenchCommand, ProbesBeforeGenerationAndLeavesTheProbesBufferOutOfThePeak) {
+// `k3 bench --json` on the tiny model: a 4-token prompt and n_gen generated tokens (null where
+// the command failed).
+nlohmann::json bench_tiny(const std::string& n_gen) {
     const testing::CommandResult r = testing::run_k3({"bench", "-m", testing::fixture("tiny-k3/model.gguf"), "--mem-budget",
-                                                      "off", "-p", "4", "-n", "4", "-r", "1", "-t", "2", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const nlohmann::json out = nlohmann::json::parse(r.out);
+                                                      "off", "-p", "4", "-n", n_gen, "-r", "1", "-t", "2", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+}
+
+TEST(BenchCommand, ProbesBeforeGenerationAndLeavesTheProbesBufferOutOfThePeak) {
+    const nlohmann::json out = bench_tiny("4");
+    ASSERT_TRUE(out.is_object());
     EXPECT_EQ(out["bandwidth_probe"], "before_generation");
     EXPECT_GT(out["read_bandwidth_bytes_per_s"].get<double>(), 0.0);
     EXPECT_GT(out["bandwidth_bound_fraction"].get<double>(), 0.0);
@@ -26,10 +33,8 @@ TEST(BenchCommand, ProbesBeforeGenerationAndLeavesTheProbesBufferOutOfThePeak) {
 // The bound is generation's: a prompt-only run reads no probe buffer (on a large machine the
 // probe is seconds of untimed work) and reports no bandwidth.
 TEST(BenchCommand, PromptOnlyRunProbesNothing) {
-    const testing::CommandResult r = testing::run_k3({"bench", "-m", testing::fixture("tiny-k3/model.gguf"), "--mem-budget",
-                                                      "off", "-p", "4", "-n", "0", "-r", "1", "-t", "2", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const nlohmann::json out = nlohmann::json::parse(r.out);
+    const nlohmann::json out = bench_tiny("0");
+    ASSERT_TRUE(out.is_object());
     EXPECT_EQ(out["bandwidth_probe"], "none");
     EXPECT_EQ(out["read_bandwidth_bytes_per_s"].get<double>(), 0.0);
     EXPECT_GT(out["pp_tokens_per_s"].get<double>(), 0.0);
