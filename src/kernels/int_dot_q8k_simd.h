@@ -614,11 +614,11 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
 
 // Prefill on lane-packed activations (int_dot.h, ActLaneGroup) for the formats of unsigned
 // levels, with the rows in the lanes: V::kWidth weight rows' blocks are decoded and transposed
-// once for all tokens (a panel: lane r of each register is row r; int_simd::lane_chunks), so that each byte product takes one
-// activation quad broadcast to every lane and leaves the rows' sums in one register; the slot
-// scales (Products::lane_sums), bias and mins apply per lane, and the block's integer sum of
-// each row is whole in its lane, with no horizontal sums. Up to kChunkTokens tokens keep their
-// accumulators on the stack.
+// once for all tokens (a panel: lane r of each register is row r; int_simd::lane_chunks), so
+// that each byte product takes one activation quad broadcast to every lane and leaves the rows'
+// sums in one register; the slot scales (Products::lane_sums), bias and mins apply per lane,
+// and the block's integer sum of each row is whole in its lane, with no horizontal sums. Up to
+// kChunkTokens tokens keep their accumulators on the stack.
 //   Products::lane_scales(int32 scales): the form lane_sums takes;
 //   Products::lane_sums<kLargestLevel, kScalesPer32>(acc, q, act, even, odd): lane r = acc_r +
 //   even_r · Σ_{k<4} q[k]·act[k] + odd_r · Σ_{k>=4} q[k]·act[k] over lane r's four bytes;
