@@ -33,8 +33,9 @@ public:
     int size() const { return int(workers_.size()) + 1; }
     void parallel_for(int64_t n_tasks, const Task& task);
     // A 64-byte aligned buffer of at least `bytes` for pool thread `thread` (a task's own index),
-    // kept for the pool's lifetime: kernels' scratch, grown to the largest request and then
-    // reused, so that a forward pass allocates nothing after its first call.
+    // kept for the pool's lifetime: a task's scratch (the kernels', the KDA and MLA head tasks'),
+    // grown to the largest request and then reused, so that a forward pass allocates nothing
+    // after its first call. A task's call replaces what an earlier task on the thread left.
     void* thread_scratch(int thread, size_t bytes);
 
 private:

@@ -17,21 +17,22 @@ void attn_res_mix(const ForwardContext& ctx, const BlockStack& stack, const floa
     }
     const int64_t n_candidates = int64_t(stack.snapshots.size()) + 1;
     const auto candidate = [&](int64_t t, int64_t i) {
-        return (i + 1 < n_candidates ? stack.snapshots[size_t(i)].data() : partial) + t * E;
+        return (i + 1 < n_candidates ? stack.snapshots[size_t(i)] : partial) + t * E;
     };
     // Every (token, candidate) score a task of its own: in decode, one token's candidates one
     // after another were a serial step of some 20 µs per layer.
-    std::vector<float> weights(size_t(n * n_candidates));
+    const ScratchArena::Frame frame(ctx.scratch);
+    float* const weights = ctx.scratch.floats(n * n_candidates);
     ctx.pool.parallel_for(n * n_candidates, [&](int64_t task, int) {
         // s_i = (c_i / rms(c_i)) · score = (c_i · score) / rms(c_i)
         const float* c = candidate(task / n_candidates, task % n_candidates);
         double sum_squares = 0.0;
         for (int64_t d = 0; d < E; ++d) sum_squares += double(c[d]) * c[d];
         const float inv_rms = 1.0f / std::sqrt(float(sum_squares / double(E)) + ctx.hp.rms_eps);
-        weights[size_t(task)] = kernels::dot_f32(c, score.data(), E) * inv_rms;
+        weights[task] = kernels::dot_f32(c, score.data(), E) * inv_rms;
     });
     ctx.pool.parallel_for(n, [&](int64_t t, int) {
-        float* w = weights.data() + t * n_candidates;
+        float* w = weights + t * n_candidates;
         kernels::softmax(w, n_candidates);
         float* o = out + t * E;
         std::fill(o, o + E, 0.0f);

@@ -11,7 +11,7 @@ namespace k3::model {
 
 // The per-token stack of block snapshots of one forward pass: snapshots[b] is [n][E].
 struct BlockStack {
-    std::vector<std::vector<float>> snapshots;
+    std::vector<const float*> snapshots;
 };
 
 // out[t] = Mix(P[t], stack[t], score) for every row t:

@@ -1,5 +1,5 @@
 // What every layer function of a forward pass needs besides its weights: the hyper-parameters,
-// the thread pool, the KDA path choice and the intermediate dumper.
+// the thread pool, the scratch arena, the KDA path choice and the intermediate dumper.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/thread_pool.h"
 #include "model/hparams.h"
+#include "model/scratch_arena.h"
 #include "parallel/collective.h"
 
 namespace k3::model {
@@ -44,13 +45,14 @@ void sharded_products(const ForwardContext& ctx, std::span<const kernels::Matmul
 struct ForwardContext {
     const HParams& hp;
     kernels::ThreadPool& pool;
+    ScratchArena& scratch;  // the layers' intermediate buffers (each layer call opens a Frame)
+    MoeScratch& moe;        // moe_forward's buffers
     KdaMode kda_mode = KdaMode::automatic;
     const DumpFn* dump = nullptr;
     ExpertSource* experts = nullptr;  // routed experts' weights (model/expert_source.h)
     // Of every product with a quantised weight (kernels::Numerics). A context built by hand
     // computes the plain f32 definition; Model::forward passes ForwardOptions::numerics.
     kernels::Numerics numerics = kernels::Numerics::exact;
-    MoeScratch* moe = nullptr;  // moe_forward's buffers for the pass (null: it makes its own)
     // A parallel job (issue #17): each rank computes its share of every linear()'s rows and the
     // ranks exchange them, so every rank ends with the whole product. Null: this process alone.
     parallel::Collective* collective = nullptr;

@@ -10,9 +10,15 @@
 
 namespace k3::model {
 
-void kda_recurrent(const KdaHeadRun& run, float* state) {
+int64_t kda_scratch_floats(int64_t head_dim, int64_t chunk) {
+    const int64_t D = head_dim, C = chunk;
+    return std::max(2 * D, 4 * C * D + 2 * C * C + D);
+}
+
+void kda_recurrent(const KdaHeadRun& run, float* state, float* scratch) {
     const int64_t D = run.head_dim;
-    std::vector<float> prediction(static_cast<size_t>(D)), error(static_cast<size_t>(D));
+    float* const prediction = scratch;  // [D]
+    float* const error = scratch + D;   // [D]
     for (int64_t t = 0; t < run.n_tokens; ++t) {
         const float* q = run.q + t * run.stride;
         const float* k = run.k + t * run.stride;
@@ -20,32 +26,34 @@ void kda_recurrent(const KdaHeadRun& run, float* state) {
         const float* g = run.g + t * run.stride;
         const float beta = run.beta[t * run.beta_stride];
         // 1-2. S <- Diag(exp(g)) S (row i = key channel i);  e = v - S^T k
-        std::fill(prediction.begin(), prediction.end(), 0.0f);
+        std::fill(prediction, prediction + D, 0.0f);
         for (int64_t i = 0; i < D; ++i) {
             float* row = state + i * D;
             const float decay = std::exp(g[i]);
             for (int64_t j = 0; j < D; ++j) row[j] *= decay;
-            kernels::axpy_f32(k[i], row, prediction.data(), D);
+            kernels::axpy_f32(k[i], row, prediction, D);
         }
-        for (int64_t j = 0; j < D; ++j) error[size_t(j)] = beta * (v[j] - prediction[size_t(j)]);
+        for (int64_t j = 0; j < D; ++j) error[j] = beta * (v[j] - prediction[j]);
         // 3-4. S <- S + beta k ⊗ e;  o = S^T q
         float* o = run.out + t * run.out_stride;
         std::fill(o, o + D, 0.0f);
         for (int64_t i = 0; i < D; ++i) {
             float* row = state + i * D;
-            kernels::axpy_f32(k[i], error.data(), row, D);
+            kernels::axpy_f32(k[i], error, row, D);
             kernels::axpy_f32(q[i], row, o, D);
         }
     }
 }
 
-void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk) {
+void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scratch) {
     const int64_t D = run.head_dim, C = chunk;
-    std::vector<float> G(size_t(C * D));       // [C][D] cumulative log-decay within the chunk
-    std::vector<float> A(size_t(C * C));       // [C][C] strictly lower
-    std::vector<float> P(size_t(C * C));       // [C][C] lower incl. diagonal
-    std::vector<float> U(size_t(C * D)), W(size_t(C * D)), Vp(size_t(C * D));  // [C][D]
-    std::vector<float> scaled(static_cast<size_t>(D)), decayed_k(static_cast<size_t>(D));
+    float* const G = scratch;             // [C][D] cumulative log-decay within the chunk
+    float* const A = G + C * D;           // [C][C] strictly lower
+    float* const P = A + C * C;           // [C][C] lower incl. diagonal
+    float* const U = P + C * C;           // [C][D]
+    float* const W = U + C * D;           // [C][D]
+    float* const Vp = W + C * D;          // [C][D]
+    float* const decayed_k = Vp + C * D;  // [D]
     for (int64_t c0 = 0; c0 < run.n_tokens; c0 += C) {
         const int64_t m = std::min(C, run.n_tokens - c0);
         auto q = [&](int64_t i) { return run.q + (c0 + i) * run.stride; };
@@ -55,7 +63,7 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk) {
         // G_i = sum_{j<=i} g_j
         for (int64_t i = 0; i < m; ++i) {
             const float* g = run.g + (c0 + i) * run.stride;
-            for (int64_t c = 0; c < D; ++c) G[size_t(i * D + c)] = (i ? G[size_t((i - 1) * D + c)] : 0.0f) + g[c];
+            for (int64_t c = 0; c < D; ++c) G[i * D + c] = (i ? G[(i - 1) * D + c] : 0.0f) + g[c];
         }
         // A[i][j] = beta_i sum_c k_i[c] k_j[c] exp(G_i[c] - G_j[c])   (j < i)
         // P[i][j] =        sum_c q_i[c] k_j[c] exp(G_i[c] - G_j[c])   (j <= i)
@@ -63,45 +71,45 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk) {
         for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j <= i; ++j) {
                 for (int64_t c = 0; c < D; ++c)
-                    decayed_k[size_t(c)] = k(j)[c] * std::exp(G[size_t(i * D + c)] - G[size_t(j * D + c)]);
-                P[size_t(i * C + j)] = kernels::dot_f32(q(i), decayed_k.data(), D);
-                if (j < i) A[size_t(i * C + j)] = beta(i) * kernels::dot_f32(k(i), decayed_k.data(), D);
+                    decayed_k[c] = k(j)[c] * std::exp(G[i * D + c] - G[j * D + c]);
+                P[i * C + j] = kernels::dot_f32(q(i), decayed_k, D);
+                if (j < i) A[i * C + j] = beta(i) * kernels::dot_f32(k(i), decayed_k, D);
             }
         }
         // (I + A) U = diag(beta) V,  (I + A) W = diag(beta) (K ⊙ exp(G))   (forward substitution)
         for (int64_t i = 0; i < m; ++i) {
-            float* u = U.data() + i * D;
-            float* w = W.data() + i * D;
+            float* u = U + i * D;
+            float* w = W + i * D;
             for (int64_t c = 0; c < D; ++c) {
                 u[c] = beta(i) * v(i)[c];
-                w[c] = beta(i) * k(i)[c] * std::exp(G[size_t(i * D + c)]);
+                w[c] = beta(i) * k(i)[c] * std::exp(G[i * D + c]);
             }
             for (int64_t j = 0; j < i; ++j) {
-                kernels::axpy_f32(-A[size_t(i * C + j)], U.data() + j * D, u, D);
-                kernels::axpy_f32(-A[size_t(i * C + j)], W.data() + j * D, w, D);
+                kernels::axpy_f32(-A[i * C + j], U + j * D, u, D);
+                kernels::axpy_f32(-A[i * C + j], W + j * D, w, D);
             }
         }
         // V' = U - W S_0;  O = (Q ⊙ exp(G)) S_0 + P V'
         for (int64_t i = 0; i < m; ++i) {
-            float* vp = Vp.data() + i * D;
-            std::copy(U.begin() + i * D, U.begin() + (i + 1) * D, vp);
+            float* vp = Vp + i * D;
+            std::copy(U + i * D, U + (i + 1) * D, vp);
             float* o = run.out + (c0 + i) * run.out_stride;
             std::fill(o, o + D, 0.0f);
             for (int64_t c = 0; c < D; ++c) {
                 const float* row = state + c * D;
-                kernels::axpy_f32(-W[size_t(i * D + c)], row, vp, D);
-                kernels::axpy_f32(q(i)[c] * std::exp(G[size_t(i * D + c)]), row, o, D);
+                kernels::axpy_f32(-W[i * D + c], row, vp, D);
+                kernels::axpy_f32(q(i)[c] * std::exp(G[i * D + c]), row, o, D);
             }
-            for (int64_t j = 0; j <= i; ++j) kernels::axpy_f32(P[size_t(i * C + j)], Vp.data() + j * D, o, D);
+            for (int64_t j = 0; j <= i; ++j) kernels::axpy_f32(P[i * C + j], Vp + j * D, o, D);
         }
         // S_C = Diag(exp(G_last)) S_0 + sum_j (k_j ⊙ exp(G_last - G_j)) ⊗ v'_j
-        const float* G_last = G.data() + (m - 1) * D;
+        const float* G_last = G + (m - 1) * D;
         for (int64_t c = 0; c < D; ++c) {
             float* row = state + c * D;
             const float decay = std::exp(G_last[c]);
             for (int64_t j = 0; j < D; ++j) row[j] *= decay;
             for (int64_t j = 0; j < m; ++j)
-                kernels::axpy_f32(k(j)[c] * std::exp(G_last[c] - G[size_t(j * D + c)]), Vp.data() + j * D, row, D);
+                kernels::axpy_f32(k(j)[c] * std::exp(G_last[c] - G[j * D + c]), Vp + j * D, row, D);
         }
     }
 }
@@ -140,28 +148,33 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
 
     // 4.1 projections: u = W x, [n][I] each.  4.3 decay-gate input r = W_fb (W_fa x) + dt_bias:
     // [n][I]; beta logits [n][H]; gate z [n][I].  Every product of x in one pass.
-    std::vector<float> u_q(rows), u_k(rows), u_v(rows);
-    std::vector<float> low_rank(size_t(n * w.f_a.rows)), gate(rows), beta(size_t(n * H)), z(rows);
-    const kernels::MatmulOutput of_x[] = {{&w.q, u_q.data(), w.q.rows},          {&w.k, u_k.data(), w.k.rows},
-                                          {&w.v, u_v.data(), w.v.rows},          {&w.f_a, low_rank.data(), w.f_a.rows},
-                                          {&w.beta, beta.data(), w.beta.rows},   {&w.g, z.data(), w.g.rows}};
+    const ScratchArena::Frame frame(ctx.scratch);
+    const auto buffer = [&](int64_t floats) { return ctx.scratch.floats(floats); };
+    float *const u_q = buffer(rows), *const u_k = buffer(rows), *const u_v = buffer(rows);
+    float *const low_rank = buffer(n * w.f_a.rows), *const gate = buffer(rows), *const beta = buffer(n * H);
+    float* const z = buffer(rows);
+    const kernels::MatmulOutput of_x[] = {{&w.q, u_q, w.q.rows},          {&w.k, u_k, w.k.rows},
+                                          {&w.v, u_v, w.v.rows},          {&w.f_a, low_rank, w.f_a.rows},
+                                          {&w.beta, beta, w.beta.rows},   {&w.g, z, w.g.rows}};
     heads_ctx.linear_same_input(of_x, x, n);
-    heads_ctx.linear(w.f_b, low_rank.data(), n, gate.data());
+    heads_ctx.linear(w.f_b, low_rank, n, gate);
 
     // 4.1 causal conv per sequence (state: the last K-1 pre-conv inputs), then SiLU
-    std::vector<float> q(rows), k(rows), v(rows);
-    std::vector<KdaState*> states;  // per slice, unshared here so the worker threads write only their own
-    for (const SequenceSlice& s : sequences) states.push_back(&s.state->layers[size_t(il)].writable_kda());
+    float *const q = buffer(rows), *const k = buffer(rows), *const v = buffer(rows);
+    // Per slice, unshared here so that the worker threads write only their own.
+    KdaState** const states = ctx.scratch.take<KdaState*>(int64_t(sequences.size()));
+    for (size_t is = 0; is < sequences.size(); ++is)
+        states[is] = &sequences[is].state->layers[size_t(il)].writable_kda();
     for (size_t is = 0; is < sequences.size(); ++is) {
         const SequenceSlice& s = sequences[is];
         float* conv_state = states[is]->conv.data();  // [3][I][K-1]
         const int64_t part = I * (K - 1);
-        capture_conv(s, il, states[is]->conv, {u_q.data(), u_k.data(), u_v.data()}, I, K);
+        capture_conv(s, il, states[is]->conv, {u_q, u_k, u_v}, I, K);
         // (in pieces of channels, each convolved alone)
         ctx.for_each_piece(I, 3 * s.n_tokens * K, [&](int64_t c0, int64_t c1) {
-            const auto conv = [&](const std::vector<float>& u, const std::vector<float>& taps, float* state, std::vector<float>& out) {
-                kernels::causal_conv(u.data() + s.first * I + c0, I, s.n_tokens, c1 - c0, taps.data() + c0 * K, int(K),
-                                     state + c0 * (K - 1), out.data() + s.first * I + c0, I);
+            const auto conv = [&](const float* u, const std::vector<float>& taps, float* state, float* out) {
+                kernels::causal_conv(u + s.first * I + c0, I, s.n_tokens, c1 - c0, taps.data() + c0 * K, int(K),
+                                     state + c0 * (K - 1), out + s.first * I + c0, I);
             };
             conv(u_q, w.conv_q, conv_state, q);
             conv(u_k, w.conv_k, conv_state + part, k);
@@ -176,17 +189,17 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     ctx.for_each_piece(n * H, 8 * 4 * D, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
             const int64_t t = i / H, h = i % H, first = t * I + h * D;
-            kernels::silu(q.data() + first, D, q.data() + first);
-            kernels::silu(k.data() + first, D, k.data() + first);
-            kernels::silu(v.data() + first, D, v.data() + first);
-            kernels::sigmoid(beta.data() + i, 1, beta.data() + i);  // beta is [n][H]
-            float* qh = q.data() + first;
+            kernels::silu(q + first, D, q + first);
+            kernels::silu(k + first, D, k + first);
+            kernels::silu(v + first, D, v + first);
+            kernels::sigmoid(beta + i, 1, beta + i);  // beta is [n][H]
+            float* qh = q + first;
             kernels::l2_norm(qh, hp.rms_eps, D, qh);
             for (int64_t d = 0; d < D; ++d) qh[d] *= q_scale;
-            float* kh = k.data() + first;
+            float* kh = k + first;
             kernels::l2_norm(kh, hp.rms_eps, D, kh);
             // ssm_a = -A_h.  K3: g = lb * sigmoid(A_h * r);  Kimi-Linear: g = -A_h * softplus(r)
-            float* gh = gate.data() + first;
+            float* gh = gate + first;
             const float* bias = w.dt_bias.data() + h * D;
             const float A = -w.a[size_t(h)];
             for (int64_t d = 0; d < D; ++d) {
@@ -197,14 +210,16 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     });
 
     // 4.4 / 4.5 the delta rule, one task per (sequence, head)
-    std::vector<float> o(rows);  // [n][I]
+    float* const o = buffer(rows);  // [n][I]
     const int64_t n_tasks = int64_t(sequences.size()) * H;
-    ctx.pool.parallel_for(n_tasks, [&](int64_t task, int) {
+    const size_t head_scratch_bytes = size_t(kda_scratch_floats(D, kKdaChunk)) * sizeof(float);
+    ctx.pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const SequenceSlice& s = sequences[size_t(task / H)];
         const int64_t h = task % H;
         const int64_t offset = s.first * I + h * D;
-        const KdaHeadRun run{q.data() + offset, k.data() + offset, v.data() + offset, gate.data() + offset,
-                             beta.data() + s.first * H + h, I, H, s.n_tokens, D, o.data() + offset, I};
+        const KdaHeadRun run{q + offset, k + offset, v + offset, gate + offset, beta + s.first * H + h,
+                             I, H, s.n_tokens, D, o + offset, I};
+        auto* const scratch = static_cast<float*>(ctx.pool.thread_scratch(thread, head_scratch_bytes));
         float* state = states[size_t(task / H)]->recurrent.data() + h * D * D;
         const bool chunked = ctx.kda_mode == KdaMode::chunked || (ctx.kda_mode == KdaMode::automatic && s.n_tokens > 1);
         // In pieces at the captures (multiples of the chunk, so the chunks are the same).
@@ -219,8 +234,8 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
             piece.beta += begin * run.beta_stride;
             piece.out += begin * run.out_stride;
             piece.n_tokens = end - begin;
-            if (chunked) kda_chunked(piece, state, kKdaChunk);
-            else kda_recurrent(piece, state);
+            if (chunked) kda_chunked(piece, state, kKdaChunk, scratch);
+            else kda_recurrent(piece, state, scratch);
             if (i < s.capture_at.size())
                 std::copy(state, state + D * D, s.captured[i].layers[size_t(il)].kda->recurrent.data() + h * D * D);
             begin = end;
@@ -231,12 +246,12 @@ void kda_forward(const ForwardContext& ctx, const KdaWeights& w, int64_t il, con
     ctx.for_each_piece(n, 2 * I, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)
             for (int64_t h = 0; h < H; ++h) {
-                float* oh = o.data() + t * I + h * D;
+                float* oh = o + t * I + h * D;
                 kernels::rms_norm(oh, w.norm.data(), hp.rms_eps, D, oh);
             }
-        kernels::multiply_sigmoid(z.data() + t0 * I, (t1 - t0) * I, o.data() + t0 * I);
+        kernels::multiply_sigmoid(z + t0 * I, (t1 - t0) * I, o + t0 * I);
     });
-    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, D, out);
+    project_heads(ctx, w.out, o, n, H, w.n_head_total, D, out);
     ctx.emit(layer_name(il, "kda_out"), out, n, hp.n_embd);
 }
 

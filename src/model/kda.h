@@ -27,10 +27,12 @@ struct KdaHeadRun {
     int64_t out_stride;
 };
 
-// The recurrence (§4.4). state: [D key][D value], updated in place.
-void kda_recurrent(const KdaHeadRun& run, float* state);
+// The floats of working memory kda_recurrent and kda_chunked (chunks of `chunk` tokens) need.
+int64_t kda_scratch_floats(int64_t head_dim, int64_t chunk);
+// The recurrence (§4.4). state: [D key][D value], updated in place; scratch: kda_scratch_floats.
+void kda_recurrent(const KdaHeadRun& run, float* state, float* scratch);
 // The chunked form (§4.5) over chunks of `chunk` tokens; same result as the recurrence.
-void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk);
+void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scratch);
 
 constexpr int64_t kKdaChunk = 16;
 

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <span>
-#include <vector>
 
 #include "kernels/dot.h"
 #include "kernels/vector_ops.h"
@@ -18,77 +17,79 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     const ForwardContext heads_ctx = w.n_head_total ? ctx.unsharded() : ctx;
 
     // The products of x in one pass: W_qa · x (or W_q · x), W_kva · x and the output gate's W_gate · x.
-    std::vector<float> q(size_t(n * H * Dk)), kv(size_t(n * row)), gate(w.gate ? size_t(n * H * Dv) : 0);
+    const ScratchArena::Frame frame(ctx.scratch);
+    const auto buffer = [&](int64_t floats) { return ctx.scratch.floats(floats); };
+    float *const q = buffer(n * H * Dk), *const kv = buffer(n * row), *const gate = buffer(w.gate ? n * H * Dv : 0);
     const int64_t Lq = w.q_a ? w.q_a->rows : 0;
-    std::vector<float> q_a(size_t(n * Lq));
-    kernels::MatmulOutput of_x[3] = {w.q_a ? kernels::MatmulOutput{&*w.q_a, q_a.data(), Lq}
-                                           : kernels::MatmulOutput{&*w.q, q.data(), w.q->rows},
-                                     {&w.kv_a, kv.data(), w.kv_a.rows}};
-    if (w.gate) of_x[2] = {&*w.gate, gate.data(), w.gate->rows};
+    float* const q_a = buffer(n * Lq);
+    kernels::MatmulOutput of_x[3] = {
+        w.q_a ? kernels::MatmulOutput{&*w.q_a, q_a, Lq} : kernels::MatmulOutput{&*w.q, q, w.q->rows},
+        {&w.kv_a, kv, w.kv_a.rows}};
+    if (w.gate) of_x[2] = {&*w.gate, gate, w.gate->rows};
     heads_ctx.linear_same_input(std::span(of_x, w.gate ? 3 : 2), x, n);
     // 1. q = W_qb · RMSNorm(W_qa · x) (LoRA) or W_q · x: [n][H][Dk], per head [q_nope | q_pe]
     if (w.q_a) {
         ctx.for_each_piece(n, Lq, [&](int64_t first, int64_t last) {
             for (int64_t t = first; t < last; ++t)
-                kernels::rms_norm(q_a.data() + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a.data() + t * Lq);
+                kernels::rms_norm(q_a + t * Lq, w.q_a_norm.data(), hp.rms_eps, Lq, q_a + t * Lq);
         });
-        heads_ctx.linear(*w.q_b, q_a.data(), n, q.data());
+        heads_ctx.linear(*w.q_b, q_a, n, q);
     }
     // 2. kv = W_kva · x: [n][Lkv + Dr]; c = RMSNorm(kv[:Lkv]), k_pe = kv[Lkv:] (raw, no RoPE)
     ctx.for_each_piece(n, Lkv, [&](int64_t first, int64_t last) {
         for (int64_t t = first; t < last; ++t)
-            kernels::rms_norm(kv.data() + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv.data() + t * row);
+            kernels::rms_norm(kv + t * row, w.kv_a_norm.data(), hp.rms_eps, Lkv, kv + t * row);
     });
     for (const SequenceSlice& s : sequences)
-        s.state->layers[size_t(il)].mla.append(kv.data() + s.first * row, s.n_tokens);
+        s.state->layers[size_t(il)].mla.append(kv + s.first * row, s.n_tokens);
 
     // 4. absorbed query q~[h] = W_kb[h]^T q_nope[h]: [n][H][Lkv]
-    std::vector<float> q_latent(size_t(n * H * Lkv));
+    float* const q_latent = buffer(n * H * Lkv);
     for (int64_t h = 0; h < H; ++h) {
-        ctx.observed(w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n);
-        kernels::matmul(ctx.pool, w.k_b.row_range(h * Lkv, Lkv), q.data() + h * Dk, H * Dk, n,
-                        q_latent.data() + h * Lkv, H * Lkv, ctx.numerics);
+        ctx.observed(w.k_b.row_range(h * Lkv, Lkv), q + h * Dk, H * Dk, n);
+        kernels::matmul(ctx.pool, w.k_b.row_range(h * Lkv, Lkv), q + h * Dk, H * Dk, n, q_latent + h * Lkv, H * Lkv,
+                        ctx.numerics);
     }
 
     // score(t, s) = (q~[h]·c_s + q_pe[h]·k_pe_s) / sqrt(Dk), causal softmax, o~[h] = sum_s p_s c_s
-    std::vector<float> attended(size_t(n * H * Lkv));  // [n][H][Lkv]
+    float* const attended = buffer(n * H * Lkv);  // [n][H][Lkv]
     const float scale = 1.0f / std::sqrt(float(Dk));
     const int64_t n_tasks = int64_t(sequences.size()) * H;
-    ctx.pool.parallel_for(n_tasks, [&](int64_t task, int) {
+    ctx.pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const SequenceSlice& s = sequences[size_t(task / H)];
         const int64_t h = task % H;
         const PagedRows& cache = s.state->layers[size_t(il)].mla;
         const int64_t n_cached = cache.size();
         const int64_t start = n_cached - s.n_tokens;  // position of the slice's first token
-        std::vector<float> scores(static_cast<size_t>(n_cached));
+        auto* const scores = static_cast<float*>(ctx.pool.thread_scratch(thread, size_t(n_cached) * sizeof(float)));
         for (int64_t i = 0; i < s.n_tokens; ++i) {
             const int64_t t = s.first + i, visible = start + i + 1;
-            const float* ql = q_latent.data() + (t * H + h) * Lkv;
-            const float* q_pe = q.data() + (t * H + h) * Dk + Dn;
+            const float* ql = q_latent + (t * H + h) * Lkv;
+            const float* q_pe = q + (t * H + h) * Dk + Dn;
             for (int64_t p = 0; p < visible; ++p) {
                 const float* c = cache.row(p);
-                scores[size_t(p)] = (kernels::dot_f32(ql, c, Lkv) + kernels::dot_f32(q_pe, c + Lkv, Dr)) * scale;
+                scores[p] = (kernels::dot_f32(ql, c, Lkv) + kernels::dot_f32(q_pe, c + Lkv, Dr)) * scale;
             }
-            kernels::softmax(scores.data(), visible);
-            float* o = attended.data() + (t * H + h) * Lkv;
+            kernels::softmax(scores, visible);
+            float* o = attended + (t * H + h) * Lkv;
             std::fill(o, o + Lkv, 0.0f);
-            for (int64_t p = 0; p < visible; ++p) kernels::axpy_f32(scores[size_t(p)], cache.row(p), o, Lkv);
+            for (int64_t p = 0; p < visible; ++p) kernels::axpy_f32(scores[p], cache.row(p), o, Lkv);
         }
     });
 
     // o[h] = W_vb[h] o~[h]: [n][H][Dv]
-    std::vector<float> o(size_t(n * H * Dv));
+    float* const o = buffer(n * H * Dv);
     for (int64_t h = 0; h < H; ++h) {
-        ctx.observed(w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n);
-        kernels::matmul(ctx.pool, w.v_b.row_range(h * Dv, Dv), attended.data() + h * Lkv, H * Lkv, n,
-                        o.data() + h * Dv, H * Dv, ctx.numerics);
+        ctx.observed(w.v_b.row_range(h * Dv, Dv), attended + h * Lkv, H * Lkv, n);
+        kernels::matmul(ctx.pool, w.v_b.row_range(h * Dv, Dv), attended + h * Lkv, H * Lkv, n, o + h * Dv, H * Dv,
+                        ctx.numerics);
     }
     // 5. output gate o *= sigmoid(W_gate x);  6. out = W_o o
     if (w.gate) {
-        kernels::multiply_sigmoid(gate.data(), n * H * Dv, o.data());
-        ctx.emit(layer_name(il, "mla_gated"), o.data(), n, H * Dv);
+        kernels::multiply_sigmoid(gate, n * H * Dv, o);
+        ctx.emit(layer_name(il, "mla_gated"), o, n, H * Dv);
     }
-    project_heads(ctx, w.out, o.data(), n, H, w.n_head_total, Dv, out);
+    project_heads(ctx, w.out, o, n, H, w.n_head_total, Dv, out);
     ctx.emit(layer_name(il, "mla_out"), out, n, hp.n_embd);
 }
 

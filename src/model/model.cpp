@@ -132,7 +132,6 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
     }
     if (n == 0) return;
     MappedExperts mapped_experts(weights_);
-    MoeScratch moe_scratch(hp_, n);
     // The observer names weights by their address in the mapped file, resident trunk or not.
     MatmulObserver observe_in_file;
     if (options.observe && !trunk_copies_.empty())
@@ -142,60 +141,81 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
             options.observe(in_file, x, x_stride, rows);
         };
     const MatmulObserver* observe = observe_in_file ? &observe_in_file : options.observe ? &options.observe : nullptr;
-    const ForwardContext ctx{hp_, pool, options.kda_mode, options.dump ? &options.dump : nullptr,
-                             options.experts ? options.experts : &mapped_experts, options.numerics, &moe_scratch,
-                             options.collective, observe};
+    // The calling thread's buffers, kept for its next passes.
+    thread_local ScratchArena scratch_of_caller;
+    thread_local MoeScratch moe_of_caller;
+    const ScratchArena::Frame frame(scratch_of_caller);
+    moe_of_caller.reserve(hp_, n);
+    const ForwardContext ctx{hp_,
+                             pool,
+                             scratch_of_caller,
+                             moe_of_caller,
+                             options.kda_mode,
+                             options.dump ? &options.dump : nullptr,
+                             options.experts ? options.experts : &mapped_experts,
+                             options.numerics,
+                             options.collective,
+                             observe};
 
     // 3.2.1 inpL = token embeddings: [n][E]
-    std::vector<float> partial(size_t(n * E));
+    const auto rows_of_embd = [&] { return ctx.scratch.floats(n * E); };
+    float* partial = rows_of_embd();
     {
         int64_t t = 0;
         for (const SequenceRequest& r : requests)
             for (int32_t token : r.tokens) {
-                weights_.token_embd.type->dequantize_row(weights_.token_embd.row(token), partial.data() + t * E, E);
+                weights_.token_embd.type->dequantize_row(weights_.token_embd.row(token), partial + t * E, E);
                 ++t;
             }
     }
-    ctx.emit("inp_embd", partial.data(), n, E);
+    ctx.emit("inp_embd", partial, n, E);
     BlockStack stack;
-    std::vector<float> mixed(size_t(n * E)), normed(size_t(n * E)), sublayer(size_t(n * E));
+    stack.snapshots.reserve(size_t(hp_.attn_res_block_size > 0 ? hp_.n_layer / hp_.attn_res_block_size + 1 : 0));
+    float* const mixed = rows_of_embd();
+    float* const normed = rows_of_embd();
+    float* sublayer = rows_of_embd();
     const auto norm_mixed = [&](const std::vector<float>& weight) {
         ctx.for_each_piece(n, E, [&](int64_t first, int64_t last) {
             for (int64_t t = first; t < last; ++t)
-                kernels::rms_norm(mixed.data() + t * E, weight.data(), hp_.rms_eps, E, normed.data() + t * E);
+                kernels::rms_norm(mixed + t * E, weight.data(), hp_.rms_eps, E, normed + t * E);
         });
     };
     const auto add_sublayer = [&] {
         ctx.for_each_piece(n * E, 1, [&](int64_t first, int64_t last) {
-            for (int64_t i = first; i < last; ++i) partial[size_t(i)] += sublayer[size_t(i)];
+            for (int64_t i = first; i < last; ++i) partial[i] += sublayer[i];
         });
     };
     for (int64_t il = 0; il < hp_.n_layer; ++il) {
         const LayerWeights& layer = weights_.layers[size_t(il)];
         // 3.2.2-3 x = Mix(P, stack); bank the raw layer input every block_size layers
-        attn_res_mix(ctx, stack, partial.data(), layer.attn_res_score, n, mixed.data());
+        attn_res_mix(ctx, stack, partial, layer.attn_res_score, n, mixed);
         const bool banked = hp_.attn_res_block_size > 0 && il % hp_.attn_res_block_size == 0;
-        if (banked) stack.snapshots.push_back(partial);
         // 3.2.4-5 a = Mixer(RMSNorm(x)); P = a if banked, else P + a
         norm_mixed(layer.attn_norm);
-        ctx.emit(layer_name(il, "attn_norm"), normed.data(), n, E);
-        if (layer.kda) kda_forward(ctx, *layer.kda, il, normed.data(), n, slices, sublayer.data());
-        else mla_forward(ctx, *layer.mla, il, normed.data(), n, slices, sublayer.data());
-        if (banked) partial.swap(sublayer);
-        else add_sublayer();
-        ctx.emit(layer_name(il, "prefix_sum_attn"), partial.data(), n, E);
+        ctx.emit(layer_name(il, "attn_norm"), normed, n, E);
+        if (layer.kda) kda_forward(ctx, *layer.kda, il, normed, n, slices, sublayer);
+        else mla_forward(ctx, *layer.mla, il, normed, n, slices, sublayer);
+        if (banked) {
+            // The stack keeps the raw layer input's rows; P continues in a's.
+            stack.snapshots.push_back(partial);
+            partial = sublayer;
+            sublayer = rows_of_embd();
+        } else {
+            add_sublayer();
+        }
+        ctx.emit(layer_name(il, "prefix_sum_attn"), partial, n, E);
         // 3.2.6-8 f = FFN(RMSNorm(Mix(P, stack))); P = P + f
-        attn_res_mix(ctx, stack, partial.data(), layer.ffn_res_score, n, mixed.data());
+        attn_res_mix(ctx, stack, partial, layer.ffn_res_score, n, mixed);
         norm_mixed(layer.ffn_norm);
-        ctx.emit(layer_name(il, "ffn_norm"), normed.data(), n, E);
-        if (layer.dense) situ_glu(ctx, *layer.dense, normed.data(), n, sublayer.data());
-        else moe_forward(ctx, *layer.moe, il, normed.data(), n, sublayer.data());
-        ctx.emit(layer_name(il, "ffn_out"), sublayer.data(), n, E);
+        ctx.emit(layer_name(il, "ffn_norm"), normed, n, E);
+        if (layer.dense) situ_glu(ctx, *layer.dense, normed, n, sublayer);
+        else moe_forward(ctx, *layer.moe, il, normed, n, sublayer);
+        ctx.emit(layer_name(il, "ffn_out"), sublayer, n, E);
         add_sublayer();
-        ctx.emit(layer_name(il, "l_out"), partial.data(), n, E);
+        ctx.emit(layer_name(il, "l_out"), partial, n, E);
     }
     // 3.3 final mix; keep only the rows whose logits are wanted; 8. norm and head
-    attn_res_mix(ctx, stack, partial.data(), weights_.output_res_score, n, mixed.data());
+    attn_res_mix(ctx, stack, partial, weights_.output_res_score, n, mixed);
     std::vector<int64_t> wanted;
     for (const SequenceSlice& s : slices) {
         const bool all = std::find_if(requests.begin(), requests.end(), [&](const SequenceRequest& r) {
@@ -203,23 +223,25 @@ void Model::forward(kernels::ThreadPool& pool, std::span<const SequenceRequest> 
                          })->all_logits;
         for (int64_t i = all ? 0 : s.n_tokens - 1; i < s.n_tokens; ++i) wanted.push_back(s.first + i);
     }
-    std::vector<float> final_rows(wanted.size() * size_t(E)), logits(wanted.size() * size_t(V));
-    for (size_t i = 0; i < wanted.size(); ++i)
-        kernels::rms_norm(mixed.data() + wanted[i] * E, weights_.output_norm.data(), hp_.rms_eps, E,
-                          final_rows.data() + int64_t(i) * E);
-    ctx.emit("result_norm", final_rows.data(), int64_t(wanted.size()), E);
+    const int64_t n_wanted = int64_t(wanted.size());
+    float* const final_rows = ctx.scratch.floats(n_wanted * E);
+    float* const logits = ctx.scratch.floats(n_wanted * V);
+    for (int64_t i = 0; i < n_wanted; ++i)
+        kernels::rms_norm(mixed + wanted[size_t(i)] * E, weights_.output_norm.data(), hp_.rms_eps, E,
+                          final_rows + i * E);
+    ctx.emit("result_norm", final_rows, n_wanted, E);
     if (options.logits_on_root_only)
-        ctx.linear_to_root(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
+        ctx.linear_to_root(weights_.output, final_rows, n_wanted, logits);
     else
-        ctx.linear(weights_.output, final_rows.data(), int64_t(wanted.size()), logits.data());
-    ctx.emit("result_output", logits.data(), int64_t(wanted.size()), V);
+        ctx.linear(weights_.output, final_rows, n_wanted, logits);
+    ctx.emit("result_output", logits, n_wanted, V);
     const bool has_logits = !options.collective || !options.logits_on_root_only || options.collective->rank() == 0;
     size_t row = 0;
     for (const SequenceRequest& r : requests) {
         if (r.tokens.empty()) continue;
         const size_t rows = r.all_logits ? r.tokens.size() : 1;
         if (has_logits)
-            std::copy(logits.begin() + row * size_t(V), logits.begin() + (row + rows) * size_t(V), r.logits);
+            std::copy(logits + row * size_t(V), logits + (row + rows) * size_t(V), r.logits);
         row += rows;
         // The MLA cache up to a capture is a prefix of the pass's (its last page shared, copied
         // by whichever side writes to it first).

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <optional>
 #include <span>
 
 #include "kernels/vector_ops.h"
@@ -63,7 +62,7 @@ Routing route_token(const HParams& hp, const float* logits, const std::vector<fl
     return r;
 }
 
-MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
+void MoeScratch::reserve(const HParams& hp, int64_t n_tokens) {
     const size_t n = size_t(n_tokens), X = size_t(hp.n_expert), used = size_t(hp.n_expert_used);
     const size_t E = size_t(hp.n_embd), Ls = size_t(hp.expert_latent > 0 ? hp.expert_latent : hp.n_embd);
     const size_t Fe = size_t(hp.expert_ff), members = n * used;
@@ -90,7 +89,7 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
     member_weight.reserve(members);
     products.reserve(3 * X);
     groups.reserve(2 * X);
-    routes.resize(n);
+    if (routes.size() < n) routes.resize(n);
     for (Routing& r : routes) {
         r.experts.reserve(used);
         r.weights.reserve(used);
@@ -100,8 +99,7 @@ MoeScratch::MoeScratch(const HParams& hp, int64_t n_tokens) {
 void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, const float* y, int64_t n, float* out) {
     const HParams& hp = ctx.hp;
     const int64_t E = hp.n_embd, X = hp.n_expert, Ls = w.expert_io, Fe = w.expert_width;
-    std::optional<MoeScratch> own;
-    MoeScratch& s = ctx.moe ? *ctx.moe : own.emplace(hp, n);
+    MoeScratch& s = ctx.moe;
 
     // 1. router logits on the full-width input, f32: [n][X] (in a parallel job every rank routes alone)
     s.logits.resize(size_t(n * X));
@@ -152,11 +150,12 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
 
     // 8. latent input z = W_routed_down · y: [n][Ls]; 13. the shared experts' gate and up of y
     // (one pass over y: in a parallel job, one collective)
-    std::vector<kernels::MatmulOutput> of_y;
+    kernels::MatmulOutput of_y[3];
+    size_t n_of_y = 0;
     const float* z = y;
     if (w.routed_down) {
         s.latent.resize(size_t(n * Ls));
-        of_y.push_back({&*w.routed_down, s.latent.data(), w.routed_down->rows});
+        of_y[n_of_y++] = {&*w.routed_down, s.latent.data(), w.routed_down->rows};
         z = s.latent.data();
     }
     const int64_t Fs = w.shared ? w.shared->gate.rows : 0;
@@ -164,10 +163,10 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     s.shared_gate.resize(size_t(n * Fs));
     s.shared_up.resize(size_t(n * Fs));
     if (w.shared) {
-        of_y.push_back({&w.shared->gate, s.shared_gate.data(), Fs});
-        of_y.push_back({&w.shared->up, s.shared_up.data(), Fs});
+        of_y[n_of_y++] = {&w.shared->gate, s.shared_gate.data(), Fs};
+        of_y[n_of_y++] = {&w.shared->up, s.shared_up.data(), Fs};
     }
-    if (!of_y.empty()) ctx.linear_same_input(of_y, y, n);
+    if (n_of_y > 0) ctx.linear_same_input(std::span(of_y, n_of_y), y, n);
     // situ(g, u), then the shared experts' down projection: [n][E] (in a parallel job it travels
     // with the routed experts' outputs)
     const kernels::MatmulOutput shared_down{w.shared ? &w.shared->down : nullptr, s.shared.data(), E};

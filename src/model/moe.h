@@ -21,11 +21,11 @@ struct Routing {
 // Steps 2-7 of §6.2 for one token's router logits [n_expert].
 Routing route_token(const HParams& hp, const float* router_logits, const std::vector<float>& selection_bias);
 
-// The buffers of moe_forward, reserved from the hyper-parameters for a batch of n_tokens and
-// kept across its layer calls (Model::forward owns one per pass, ForwardContext::moe), so that
-// no layer call allocates.
+// The buffers of moe_forward, kept across its layer calls and passes (Model::forward keeps one
+// per calling thread, ForwardContext::moe), so that no layer call allocates.
 struct MoeScratch {
-    MoeScratch(const HParams& hp, int64_t n_tokens);
+    // Capacity for a batch of n_tokens of a model with these hyper-parameters.
+    void reserve(const HParams& hp, int64_t n_tokens);
     std::vector<float> logits, probs, selection, latent, shared, shared_gate, shared_up, inputs, gate, up, expert_out,
         mixed, member_weight;
     std::vector<int32_t> order, needed, owned;  // owned: the needed experts this rank runs

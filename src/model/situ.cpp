@@ -1,17 +1,17 @@
 #include "model/situ.h"
 
-#include <vector>
-
 #include "kernels/vector_ops.h"
 
 namespace k3::model {
 
 void situ_glu(const ForwardContext& ctx, const GluWeights& w, const float* y, int64_t n, float* out) {
     const int64_t width = w.gate.rows;
-    std::vector<float> gate(size_t(n * width)), up(size_t(n * width));  // [n][width]
-    ctx.linear_pair(w.gate, w.up, y, n, gate.data(), up.data());
-    situ_in_place(ctx, gate.data(), up.data(), n * width);
-    ctx.linear(w.down, gate.data(), n, out);
+    const ScratchArena::Frame frame(ctx.scratch);
+    float* const gate = ctx.scratch.floats(n * width);  // [n][width]
+    float* const up = ctx.scratch.floats(n * width);
+    ctx.linear_pair(w.gate, w.up, y, n, gate, up);
+    situ_in_place(ctx, gate, up, n * width);
+    ctx.linear(w.down, gate, n, out);
 }
 
 void situ_in_place(const ForwardContext& ctx, float* gate, const float* up, int64_t count) {

@@ -43,8 +43,9 @@ struct RandomHead {
     std::vector<float> run(bool chunked, std::vector<float>& state) const {
         std::vector<float> out(size_t(n * D));
         const model::KdaHeadRun r{q.data(), k.data(), v.data(), g.data(), beta.data(), D, 1, n, D, out.data(), D};
-        if (chunked) model::kda_chunked(r, state.data(), model::kKdaChunk);
-        else model::kda_recurrent(r, state.data());
+        std::vector<float> scratch(size_t(model::kda_scratch_floats(D, model::kKdaChunk)));
+        if (chunked) model::kda_chunked(r, state.data(), model::kKdaChunk, scratch.data());
+        else model::kda_recurrent(r, state.data(), scratch.data());
         return out;
     }
 };
