@@ -123,7 +123,7 @@ void q45k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlo
     const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
-        q8k_simd::prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
+        q8k_simd::prefetch_next_tile<Block, kRows, int_simd::WeightReads::once>(weights, weight_stride, b, ahead);
         const ActBlockQ8_K& a = act[b];
         // Activations in the levels' order: elements 128j.. and 128j + 64.. against the low
         // nibbles of qs[64j ..], 128j + 32.. and 128j + 96.. against the high ones.
@@ -218,7 +218,7 @@ void q6k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBloc
     const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
-        q8k_simd::prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
+        q8k_simd::prefetch_next_tile<Block, kRows, int_simd::WeightReads::once>(weights, weight_stride, b, ahead);
         const ActBlockQ8_K& a = act[b];
         __m512i a_qs[4];
         for (int j = 0; j < 4; ++j) a_qs[j] = _mm512_loadu_si512(a.qs + 64 * j);
