@@ -295,8 +295,10 @@ template <typename F, int kRows, int kTokens, typename Group>
 // How a kernel reads the weights it prefetches. Decode's tiles read each line once: PREFETCHNTA
 // keeps them out of L2 and L3 (on Zen 4 every line L2 evicts is written into L3). There, one
 // thread's decode tile streamed Q8_0 27 → 40 GB/s and Q4_K 21 → 32 GB/s from DRAM, and the
-// bench mock's Q4_K_M decoded 9% faster. Kernels whose later token groups read a panel again
-// take it into L2.
+// bench mock's Q4_K_M decoded 9% faster. Kernels whose later token groups read the rows again
+// (the multi-token tiles, AVX2's eight-token tiles) take them into L2. So do prefill's lane
+// kernels for now, although they read the rows once into their panels: PREFETCHNTA has not been
+// measured there.
 enum class WeightReads { once, again };
 
 // Bytes [begin, begin + count) of `rows` rows (`stride` apart) from `first`, as kReads wants them.
