@@ -344,69 +344,102 @@ template <typename F, int kRows, WeightReads kReads>
 //   neighbouring int16 lanes (maddubs' pair sums; LanesBlock).
 template <typename F, typename Level>
 struct TileBlock {
+    using Act = int_formats::ActBlock<F>;
+    using Form = DecodeLevels<F, Level>;
+    using Groups = typename DecodeGroupsOf<Level, F, Form::kBias>::type;
+    static constexpr bool kGroupDecode = Form::kUnsigned && !std::is_void_v<Groups>;
+
+    // One token's group of `count` activation blocks as decode multiplies them block by block:
+    // their bytes (zeros past count), the bias times each block's sum (zero without a bias),
+    // their scales and, for the offset formats, their block sums (the multi-token tiles take the
+    // bytes, scales and sums alone: kDecode false). The alignment is spelled out because in a
+    // target region GCC 12's std::vector allocates a type that holds vector registers with the
+    // plain operator new, 16-byte aligned.
+    struct alignas(64) BlockActs {
+        __m256i qs[8];
+        __m256i bias_totals;
+        __m256 d, s;
+    };
+    template <bool kDecode = true>
+    [[gnu::always_inline]] static BlockActs block_acts(const uint8_t* act, int64_t b, int count) {
+        const Act* a = reinterpret_cast<const Act*>(act) + b;
+        BlockActs g;
+        for (int j = 0; j < 8; ++j)
+            g.qs[j] = j < count ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs)) : _mm256_setzero_si256();
+        g.d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
+        g.s = _mm256_setzero_ps();
+        if constexpr (F::kOffset) g.s = f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count);
+        g.bias_totals = _mm256_setzero_si256();
+        if constexpr (kDecode && Form::kUnsigned && Form::kBias != 0) {
+            __m256i p[8];
+            for (int j = 0; j < 8; ++j) p[j] = Level::unsigned_product(_mm256_set1_epi8(char(Form::kBias)), g.qs[j]);
+            g.bias_totals = block_totals(p);
+        }
+        return g;
+    }
+    // The same for a full group arranged for the Groups decoder.
+    template <typename G>
+    struct alignas(64) GroupActs {
+        typename G::Acts acts;
+        __m256i bias_totals;
+        __m256 d, s;
+    };
+    // A token's full group as decode's tiles take it: DecodeActs(act, b) arranges it once for all
+    // of a call's tiles (decode_tiles), where each tile arranged it again (a quarter of MXFP4
+    // decode's instructions at four rows a tile).
+    using DecodeActs = std::conditional_t<kGroupDecode, GroupActs<Groups>, BlockActs>;
+    [[gnu::always_inline]] static DecodeActs decode_acts(const uint8_t* act, int64_t b) {
+        const BlockActs g = block_acts(act, b, 8);
+        if constexpr (kGroupDecode) return {Groups::acts(g.qs), g.bias_totals, g.d, g.s};
+        else return g;
+    }
+
+    // kTokens tokens, or one (decode) with its full groups arranged in `arranged` when not null.
     template <int kRows, int kTokens>
     static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
-                    int64_t y_stride) {
-        using Act = int_formats::ActBlock<F>;
+                    int64_t y_stride, const DecodeActs* arranged = nullptr) {
         const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
             prefetch_next_tile<F, kRows, kTokens == 1 ? WeightReads::once : WeightReads::again>(w, w_stride, b, ahead);
-            __m256i qs[8];
-            __m256 act_d, act_s = _mm256_setzero_ps();
-            const auto load_token = [&](int t) __attribute__((always_inline)) {
-                const Act* a = reinterpret_cast<const Act*>(act + size_t(t) * act_stride) + b;
-                for (int j = 0; j < 8; ++j)
-                    qs[j] = j < count ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j].qs)) : _mm256_setzero_si256();
-                act_d = f16_lanes(reinterpret_cast<const uint8_t*>(&a->d), sizeof(Act), count);
-                if constexpr (F::kOffset) act_s = f16_lanes(reinterpret_cast<const uint8_t*>(&a->s), sizeof(Act), count);
-            };
-            const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m) __attribute__((always_inline)) {
+            const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m, __m256 act_d, __m256 act_s)
+                                       __attribute__((always_inline)) {
                 acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(totals), acc[r][t]);
                 if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m, act_s, off[r][t]);
             };
             if constexpr (kTokens == 1) {
                 // Decode: each row's levels are used once, so they are decoded where they are
                 // multiplied (decoding all rows' first spilled registers), in DecodeLevels' form.
-                using Form = DecodeLevels<F, Level>;
-                load_token(0);
-                __m256i p[8], bias_totals = _mm256_setzero_si256();
-                if constexpr (Form::kUnsigned && Form::kBias != 0) {
-                    for (int j = 0; j < 8; ++j) p[j] = Level::unsigned_product(_mm256_set1_epi8(char(Form::kBias)), qs[j]);
-                    bias_totals = block_totals(p);
-                }
-                using Groups = typename DecodeGroupsOf<Level, F, Form::kBias>::type;
-                if constexpr (Form::kUnsigned && !std::is_void_v<Groups>) {
-                    if (count == 8) {
-                        const typename Groups::Acts acts = Groups::acts(qs);
-                        for (int r = 0; r < kRows; ++r) {
-                            const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
-                            add_terms(r, 0, _mm256_sub_epi32(Groups::totals(wb, acts), bias_totals), Groups::scales(wb),
-                                      F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
+                const auto multiply = [&](const auto& g, int count) __attribute__((always_inline)) {
+                    for (int r = 0; r < kRows; ++r) {
+                        const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
+                        const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
+                        if constexpr (std::is_same_v<std::decay_t<decltype(g)>, BlockActs>) {
+                            __m256i p[8];
+                            for (int j = 0; j < 8; ++j) {
+                                if (j >= count) p[j] = _mm256_setzero_si256();
+                                else if constexpr (Form::kUnsigned)
+                                    p[j] = Level::unsigned_product(biased_levels<F, Form::kBias>(wb + j * F::kBytes), g.qs[j]);
+                                else p[j] = Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), g.qs[j]);
+                            }
+                            add_terms(r, 0, _mm256_sub_epi32(block_totals(p), g.bias_totals), weight_scales<F>(wb, count), w_m, g.d, g.s);
+                        } else {
+                            add_terms(r, 0, _mm256_sub_epi32(Groups::totals(wb, g.acts), g.bias_totals), Groups::scales(wb), w_m, g.d, g.s);
                         }
-                        return;
                     }
-                }
-                for (int r = 0; r < kRows; ++r) {
-                    const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
-                    for (int j = 0; j < 8; ++j) {
-                        if (j >= count) p[j] = _mm256_setzero_si256();
-                        else if constexpr (Form::kUnsigned)
-                            p[j] = Level::unsigned_product(biased_levels<F, Form::kBias>(wb + j * F::kBytes), qs[j]);
-                        else p[j] = Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), qs[j]);
-                    }
-                    add_terms(r, 0, _mm256_sub_epi32(block_totals(p), bias_totals), weight_scales<F>(wb, count),
-                              F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps());
-                }
+                };
+                if (count < 8) multiply(block_acts(act, b, count), count);
+                else if (arranged) multiply(arranged[b / 8], 8);
+                else multiply(decode_acts(act, b), 8);
             } else {
                 typename Level::Weight wl[kRows][8];
                 __m256 w_d[kRows], w_m[kRows];
                 group_weights<F, Level, kRows, false>(w, w_stride, b, count, wl, w_d, w_m);
                 for (int t = 0; t < kTokens; ++t) {
-                    load_token(t);
+                    const BlockActs g = block_acts<false>(act + size_t(t) * act_stride, b, count);
                     for (int r = 0; r < kRows; ++r) {
                         __m256i p[8];
-                        for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], qs[j]);
-                        add_terms(r, t, block_totals(p), w_d[r], w_m[r]);
+                        for (int j = 0; j < 8; ++j) p[j] = Level::product(wl[r][j], g.qs[j]);
+                        add_terms(r, t, block_totals(p), w_d[r], w_m[r], g.d, g.s);
                     }
                 }
             }
@@ -460,6 +493,20 @@ void tile_products(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint
     });
 }
 
+// Decode's tiles of four rows with the token's full groups arranged once for all of them, in
+// this thread's buffer (grown to the widest row, then reused).
+template <typename F, typename Level>
+void decode_tiles(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, int64_t n, float* y) {
+    using Block = TileBlock<F, Level>;
+    thread_local std::vector<typename Block::DecodeActs> arranged;
+    const int64_t full_groups = n / 256;
+    if (arranged.size() < size_t(full_groups)) arranged.resize(size_t(full_groups));
+    for (int64_t g = 0; g < full_groups; ++g) arranged[size_t(g)] = Block::decode_acts(act, 8 * g);
+    split_rows<4>(n_rows, [&](auto rows, int64_t r) {
+        Block::template run<decltype(rows)::value, 1>(w + size_t(r) * w_stride, w_stride, act, 0, n, y + r, 0, arranged.data());
+    });
+}
+
 // Four rows per tile for one to three tokens (decode: independent accumulator chains sharing the
 // activation loads), two for more (measured: four rows by four tokens spill the decoded weights
 // and are slower; the eight-block horizontal sums, not the decode, bound them: matmul gives
@@ -469,7 +516,8 @@ void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* w = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
-    if (n_tokens < 4) tile_products<4, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
+    if (n_tokens == 1) decode_tiles<F, Level>(w, weight_stride, n_rows, act, n, y);
+    else if (n_tokens < 4) tile_products<4, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
     else tile_products<2, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
 }
 
