@@ -70,7 +70,8 @@ namespace {
 const IntDotTileKernels* tile_kernels_for(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
     if (!kernels || kernels == &scalar_int_dot_kernels()) return nullptr;
-    return kernels == &avx512_int_dot_kernels() ? &avx512_int_dot_tile_kernels() : &avx2_int_dot_tile_kernels();
+    if (kernels != &avx512_int_dot_kernels()) return &avx2_int_dot_tile_kernels();
+    return isa == best_isa() && vbmi_enabled() ? &avx512_vbmi_int_dot_tile_kernels() : &avx512_int_dot_tile_kernels();
 }
 
 }  // namespace
@@ -79,15 +80,20 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa) {
     const IntDotTileKernels* tiles = tile_kernels_for(isa);
     const IntDotEntry* entry = entry_of(weight);
     if (tiles && !entry)  // the 256-value formats
-        return tiles == &avx512_int_dot_tile_kernels() ? avx512_q8k_int_dot_tile(weight) : avx2_q8k_int_dot_tile(weight);
+        return tiles == &avx2_int_dot_tile_kernels() ? avx2_q8k_int_dot_tile(weight) : avx512_q8k_int_dot_tile(weight);
     return tiles && entry && entry->tile ? tiles->*entry->tile : nullptr;
+}
+
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight, const IntDotTileKernels& set) {
+    const IntDotEntry* entry = entry_of(weight);
+    return entry && entry->tile ? set.*entry->tile : nullptr;
 }
 
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa) {
     const IntDotTileKernels* tiles = tile_kernels_for(isa);
     const IntDotEntry* entry = entry_of(weight);
     if (tiles && !entry)  // the 256-value formats
-        return tiles == &avx512_int_dot_tile_kernels() ? avx512_q8k_int_dot_lanes(weight) : avx2_q8k_int_dot_lanes(weight);
+        return tiles == &avx2_int_dot_tile_kernels() ? avx2_q8k_int_dot_lanes(weight) : avx512_q8k_int_dot_lanes(weight);
     return tiles && entry && entry->lanes ? tiles->*entry->lanes : nullptr;
 }
 
@@ -135,7 +141,11 @@ IntDotTileFn int_dot_tile_kernel(tensor::Type weight) { return int_dot_tile_kern
 
 const char* int_dot_level_name(Isa isa) {
     const IntDotKernels* kernels = kernels_for(isa);
-    if (kernels == &avx512_int_dot_kernels()) return isa == best_isa() && amx_enabled() ? "avx512-vnni+amx" : "avx512-vnni";
+    if (kernels == &avx512_int_dot_kernels()) {
+        const bool selected = isa == best_isa();
+        if (selected && vbmi_enabled()) return amx_enabled() ? "avx512-vnni+vbmi+amx" : "avx512-vnni+vbmi";
+        return selected && amx_enabled() ? "avx512-vnni+amx" : "avx512-vnni";
+    }
     if (kernels == &avx2_int_dot_kernels()) return "avx2";
     return "scalar";
 }

@@ -95,14 +95,18 @@ IntDotAmxFn int_dot_amx_kernel(tensor::Type weight);
 IntDotFn int_dot_kernel(tensor::Type weight, Isa isa);
 // The best kernel for this CPU (null: the type keeps f32 activations).
 IntDotFn int_dot_kernel(tensor::Type weight);
-// The tile kernel for (weight type, isa); null where there is none.
+// The tile kernel for (weight type, isa); null where there is none. At the selected level with
+// AVX-512 VBMI enabled (isa.h), the VBMI set's.
 IntDotTileFn int_dot_tile_kernel(tensor::Type weight, Isa isa);
+struct IntDotTileKernels;
+// The tile kernel of one set below for one of its types; null for any other type.
+IntDotTileFn int_dot_tile_kernel(tensor::Type weight, const IntDotTileKernels& set);
 IntDotTileFn int_dot_tile_kernel(tensor::Type weight);
 // The lane kernel for (weight type, isa); null where there is none.
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight, Isa isa);
 IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight);
 // The instruction set the integer kernels of `isa` use: "scalar", "avx2" or "avx512-vnni"
-// ("avx512-vnni+amx" for the selected level where prefill uses AMX tiles).
+// (with "+vbmi" and "+amx" for the selected level where decode uses VBMI, prefill AMX tiles).
 const char* int_dot_level_name(Isa isa);
 
 // The kernels, per level (int_dot_scalar.cpp, int_dot_avx2.cpp, int_dot_avx512.cpp).
@@ -120,5 +124,6 @@ struct IntDotTileKernels {
 };
 const IntDotTileKernels& avx2_int_dot_tile_kernels();
 const IntDotTileKernels& avx512_int_dot_tile_kernels();
+const IntDotTileKernels& avx512_vbmi_int_dot_tile_kernels();  // int_dot_avx512_vbmi.cpp
 
 }  // namespace k3::kernels

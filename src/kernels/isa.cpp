@@ -71,36 +71,51 @@ bool amx_supported() {
     return supported;
 }
 
+bool vbmi_supported() {
+#if defined(__x86_64__)
+    static const bool supported = isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni") &&
+                                  __builtin_cpu_supports("avx512vbmi");
+    return supported;
+#else
+    return false;
+#endif
+}
+
+const char* selection_name(const IsaSelection& selection) {
+    return selection.amx ? "amx" : selection.vbmi ? "avx512vbmi" : isa_name(selection.isa);
+}
+
 IsaSelection select_isa(const char* requested) {
     struct Level {
         const char* name;
         Isa isa;
-        bool amx;
+        bool vbmi, amx;
     };
-    constexpr Level kLevels[] = {{"scalar", Isa::scalar, false},
-                                 {"avx2", Isa::avx2, false},
-                                 {"avx512", Isa::avx512, false},
-                                 {"amx", Isa::avx512, true}};
-    Level cap = kLevels[3];
+    constexpr Level kLevels[] = {{"scalar", Isa::scalar, false, false},
+                                 {"avx2", Isa::avx2, false, false},
+                                 {"avx512", Isa::avx512, false, false},
+                                 {"avx512vbmi", Isa::avx512, true, false},
+                                 {"amx", Isa::avx512, true, true}};
+    Level cap = kLevels[4];
     std::string notice;
     if (requested) {
         const Level* named = nullptr;
         for (const Level& level : kLevels)
             if (!std::strcmp(requested, level.name)) named = &level;
         if (named) cap = *named;
-        else notice = std::string("K3_ISA=") + requested + " is not a level (scalar, avx2, avx512, amx)";
+        else notice = std::string("K3_ISA=") + requested + " is not a level (scalar, avx2, avx512, avx512vbmi, amx)";
     }
-    IsaSelection selection{Isa::scalar, false, {}};
+    IsaSelection selection{Isa::scalar, false, false, {}};
     for (Isa isa : {Isa::avx512, Isa::avx2})
         if (int(isa) <= int(cap.isa) && isa_supported(isa)) {
             selection.isa = isa;
             break;
         }
+    selection.vbmi = cap.vbmi && selection.isa == Isa::avx512 && vbmi_supported();
     selection.amx = cap.amx && selection.isa == Isa::avx512 && amx_supported();
-    if (requested && notice.empty() && (selection.isa != cap.isa || selection.amx != cap.amx))
+    if (requested && notice.empty() && (selection.isa != cap.isa || selection.amx != cap.amx || selection.vbmi != cap.vbmi))
         notice = std::string("K3_ISA=") + requested + ": this CPU lacks it";
-    if (!notice.empty())
-        selection.notice = notice + "; running " + (selection.amx ? "amx" : isa_name(selection.isa));
+    if (!notice.empty()) selection.notice = notice + "; running " + selection_name(selection);
     return selection;
 }
 
@@ -118,5 +133,7 @@ const IsaSelection& selected() {
 Isa best_isa() { return selected().isa; }
 
 bool amx_enabled() { return selected().amx; }
+
+bool vbmi_enabled() { return selected().vbmi; }
 
 }  // namespace k3::kernels

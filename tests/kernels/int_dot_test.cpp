@@ -279,32 +279,43 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
     for (int64_t t = 0; t < tokens; ++t) pack_act_lanes(format_, act.data() + t * act_bytes, n, lanes.data() + t * groups);
     const size_t lane_bytes = size_t(groups) * sizeof(ActLaneGroup);
     const int64_t y_stride = rows + 3;
-    for (Isa isa : simd_levels())
-        for (const bool lane_kernel : {false, true}) {
-            const IntDotTileFn dot_tile =
-                lane_kernel ? int_dot_lanes_kernel(traits_->type, isa) : int_dot_tile_kernel(traits_->type, isa);
-            ASSERT_NE(dot_tile, nullptr) << isa_name(isa);
-            const auto* rows_in = lane_kernel ? reinterpret_cast<const uint8_t*>(lanes.data()) : act.data();
-            const size_t stride = lane_kernel ? lane_bytes : act_bytes;
-            for (int64_t row_count : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(7), int64_t(8), int64_t(15),
-                                       int64_t(16), int64_t(17), rows})
-                for (int64_t count = 1; count <= tokens; ++count) {
-                    std::vector<float> y(size_t(count * y_stride), -1.0f);
-                    dot_tile(weights.data(), w_bytes, row_count, rows_in, stride, count, n, y.data(), y_stride);
-                    for (int64_t t = 0; t < count; ++t)
-                        for (int64_t r = 0; r < y_stride; ++r) {
-                            const float got = y[size_t(t * y_stride + r)];
-                            if (r >= row_count) {
-                                ASSERT_EQ(got, -1.0f) << isa_name(isa) << " wrote past " << row_count << " rows";
-                                continue;
-                            }
-                            ASSERT_EQ(bits_of(got),
-                                      bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
-                                << isa_name(isa) << (lane_kernel ? " lanes " : " tile ") << row_count << " rows, "
-                                << count << " tokens, row " << r << " token " << t;
+    struct Kernel {
+        std::string name;
+        IntDotTileFn dot_tile;
+        bool lane_kernel;
+    };
+    std::vector<Kernel> kernels;
+    for (Isa isa : simd_levels()) {
+        kernels.push_back({std::string(isa_name(isa)) + " tile", int_dot_tile_kernel(traits_->type, isa), false});
+        kernels.push_back({std::string(isa_name(isa)) + " lanes", int_dot_lanes_kernel(traits_->type, isa), true});
+    }
+    if (vbmi_supported()) {  // both AVX-512 sets, whichever the selection takes
+        kernels.push_back({"avx512 tile", int_dot_tile_kernel(traits_->type, avx512_int_dot_tile_kernels()), false});
+        kernels.push_back({"avx512vbmi tile", int_dot_tile_kernel(traits_->type, avx512_vbmi_int_dot_tile_kernels()), false});
+    }
+    for (const auto& [name, dot_tile, lane_kernel] : kernels) {
+        ASSERT_NE(dot_tile, nullptr) << name;
+        const auto* rows_in = lane_kernel ? reinterpret_cast<const uint8_t*>(lanes.data()) : act.data();
+        const size_t stride = lane_kernel ? lane_bytes : act_bytes;
+        for (int64_t row_count : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(7), int64_t(8), int64_t(15),
+                                   int64_t(16), int64_t(17), rows})
+            for (int64_t count = 1; count <= tokens; ++count) {
+                std::vector<float> y(size_t(count * y_stride), -1.0f);
+                dot_tile(weights.data(), w_bytes, row_count, rows_in, stride, count, n, y.data(), y_stride);
+                for (int64_t t = 0; t < count; ++t)
+                    for (int64_t r = 0; r < y_stride; ++r) {
+                        const float got = y[size_t(t * y_stride + r)];
+                        if (r >= row_count) {
+                            ASSERT_EQ(got, -1.0f) << name << " wrote past " << row_count << " rows";
+                            continue;
                         }
-                }
-        }
+                        ASSERT_EQ(bits_of(got),
+                                  bits_of(reference_(weights.data() + r * w_bytes, act.data() + t * act_bytes, n)))
+                            << name << ", " << row_count << " rows, "
+                            << count << " tokens, row " << r << " token " << t;
+                    }
+            }
+    }
     expect_matmul_is_reference(weights.data(), w_bytes, rows, x.data(), act.data(), n, {1, 2, tokens});
 }
 

@@ -15,9 +15,16 @@ Isa best_supported() {
     return Isa::scalar;
 }
 
-TEST(IsaSelection, UnsetRunsTheBestLevelWithAmxWhereSupported) {
+// The K3_ISA name of the best selection there is.
+std::string best_name() {
+    if (amx_supported()) return "amx";
+    return vbmi_supported() ? "avx512vbmi" : isa_name(best_supported());
+}
+
+TEST(IsaSelection, UnsetRunsTheBestLevelWithVbmiAndAmxWhereSupported) {
     const IsaSelection s = select_isa(nullptr);
     EXPECT_EQ(s.isa, best_supported());
+    EXPECT_EQ(s.vbmi, vbmi_supported());
     EXPECT_EQ(s.amx, amx_supported());
     EXPECT_EQ(s.notice, "");
 }
@@ -30,6 +37,7 @@ TEST(IsaSelection, EachLevelCapsTheKernels) {
     for (Isa isa : {Isa::avx2, Isa::avx512}) {
         const IsaSelection s = select_isa(isa_name(isa));
         EXPECT_FALSE(s.amx) << isa_name(isa) << " turns AMX off";
+        EXPECT_FALSE(s.vbmi) << isa_name(isa) << " turns VBMI off";
         if (isa_supported(isa)) {
             EXPECT_EQ(s.isa, isa);
             EXPECT_EQ(s.notice, "");
@@ -41,12 +49,21 @@ TEST(IsaSelection, EachLevelCapsTheKernels) {
     }
 }
 
+TEST(IsaSelection, Avx512VbmiTurnsAmxOffAndVbmiOnWhereTheCpuHasIt) {
+    const IsaSelection s = select_isa("avx512vbmi");
+    EXPECT_EQ(s.isa, best_supported());
+    EXPECT_EQ(s.vbmi, vbmi_supported());
+    EXPECT_FALSE(s.amx);
+    if (vbmi_supported()) EXPECT_EQ(s.notice, "");
+    else EXPECT_EQ(s.notice, std::string("K3_ISA=avx512vbmi: this CPU lacks it; running ") + isa_name(best_supported()));
+}
+
 TEST(IsaSelection, AmxWhereTheCpuHasItElseANotice) {
     const IsaSelection s = select_isa("amx");
     EXPECT_EQ(s.isa, best_supported());
     EXPECT_EQ(s.amx, amx_supported());
-    if (amx_supported()) EXPECT_EQ(s.notice, "");
-    else EXPECT_EQ(s.notice, std::string("K3_ISA=amx: this CPU lacks it; running ") + isa_name(best_supported()));
+    if (amx_supported() && vbmi_supported()) EXPECT_EQ(s.notice, "");
+    else EXPECT_EQ(s.notice, "K3_ISA=amx: this CPU lacks it; running " + best_name());
 }
 
 TEST(IsaSelection, AnUnknownNameRunsTheBestLevelWithANotice) {
@@ -54,8 +71,8 @@ TEST(IsaSelection, AnUnknownNameRunsTheBestLevelWithANotice) {
         const IsaSelection s = select_isa(name);
         EXPECT_EQ(s.isa, best_supported()) << name;
         EXPECT_EQ(s.amx, amx_supported()) << name;
-        EXPECT_EQ(s.notice, std::string("K3_ISA=") + name + " is not a level (scalar, avx2, avx512, amx); running " +
-                                (amx_supported() ? "amx" : isa_name(best_supported())))
+        EXPECT_EQ(s.notice, std::string("K3_ISA=") + name + " is not a level (scalar, avx2, avx512, avx512vbmi, amx); running " +
+                                best_name())
             << name;
     }
 }
