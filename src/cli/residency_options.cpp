@@ -39,6 +39,10 @@ void add_residency_options(CLI::App& app, runtime::ResidencyOptions& options) {
            "fill the expert cache at start: hot (the experts --expert-stats ranks highest), all (layer order) "
            "or none (default: hot when statistics were loaded, else none)")
         ->check(CLI::IsMember({"hot", "all", "none"}));
+    app.add_flag("--no-mmap", options.no_mmap,
+                 "read a model that fits into memory at load, as one larger than --mem-budget is (every "
+                 "non-expert tensor resident, every routed expert in the expert cache; past the page cache), "
+                 "instead of mapping the file; faster where file-mapped pages read slowly (some VMs)");
 }
 
 }  // namespace k3::cli

@@ -1,4 +1,4 @@
-// --mem-budget, --expert-stats and --warmup-experts, registered the same way on run, chat,
+// --mem-budget, --expert-stats, --warmup-experts and --no-mmap, registered the same way on run, chat,
 // serve, eval and bench (issue #7).
 #pragma once
 

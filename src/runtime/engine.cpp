@@ -70,6 +70,11 @@ uint64_t routed_expert_bytes(const model::Model& model) {
     return bytes;
 }
 
+uint64_t moe_layer_count(const model::Model& model) {
+    const auto& layers = model.weights().layers;
+    return uint64_t(std::count_if(layers.begin(), layers.end(), [](const model::LayerWeights& layer) { return bool(layer.moe); }));
+}
+
 uint64_t model_file_bytes(const gguf::GgufFile& file) {
     uint64_t bytes = 0;
     for (const std::string& part : file.part_paths()) bytes += std::filesystem::file_size(part);
@@ -112,32 +117,42 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
         prompt_cache_bytes = std::min({kPromptCacheDefault, budget / 16, budget > least ? budget - least : 0});
     }
     const uint64_t working = estimated_working + prompt_cache_bytes;
-    if (room == 0 || file_bytes + working <= room) {  // it all fits: plain mmap, as without a budget
+    const bool fits = room == 0 || file_bytes + working <= room;
+    if (fits && !options.no_mmap) {  // plain mmap, as without a budget
         // A rank reads its share in now: a pass then never waits on the disk, and the rank's
         // memory holds its share from the start, not as its tokens happen to reach the experts.
         if (n_ranks > 1) model->prefault_share();
         return;
     }
 
-    const BudgetSplit split =
-        split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,
-                     model->trunk_bytes(), working, ExpertCache::largest_expert_bytes(model->file(), hp));
+    const uint64_t largest_expert = ExpertCache::largest_expert_bytes(model->file(), hp);
+    // --no-mmap on a model that fits: a cache with room for every routed expert, all read at start.
+    const uint64_t cache_capacity =
+        fits ? moe_layer_count(*model) * uint64_t(hp.n_expert) * largest_expert
+             : split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,
+                            model->trunk_bytes(), working, largest_expert)
+                   .cache_capacity;
     model->make_trunk_resident();
     expert_stats_path = options.expert_stats_path;
     const bool have_stats = !expert_stats_path.empty() && std::filesystem::exists(expert_stats_path);
     RoutingStats stats = have_stats ? RoutingStats::load(expert_stats_path, hp.n_layer, hp.n_expert)
                                     : RoutingStats(hp.n_layer, hp.n_expert);
-    expert_cache = std::make_unique<ExpertCache>(model->file(), hp, split.cache_capacity, std::move(stats));
-    std::fprintf(stderr, "k3: model %s%s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
-                 util::format_byte_size(file_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
-                 util::format_byte_size(working).c_str(),
-                 util::format_byte_size(budget).c_str(), source.c_str(), util::format_byte_size(split.cache_capacity).c_str());
+    expert_cache = std::make_unique<ExpertCache>(model->file(), hp, cache_capacity, std::move(stats));
+    if (fits)
+        std::fprintf(stderr, "k3: --no-mmap: reading the model %s%s into memory\n", util::format_byte_size(file_bytes).c_str(),
+                     n_ranks > 1 ? " (this rank's share)" : "");
+    else
+        std::fprintf(stderr, "k3: model %s%s + working memory %s > memory budget %s (%s): streaming experts, cache %s\n",
+                     util::format_byte_size(file_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
+                     util::format_byte_size(working).c_str(), util::format_byte_size(budget).c_str(), source.c_str(),
+                     util::format_byte_size(cache_capacity).c_str());
     const int rank = forward_options.collective ? forward_options.collective->rank() : 0;
     const auto runs_here = [this, rank](int64_t il, int32_t expert) {
         const std::vector<int32_t>& owners = model->weights().layers[size_t(il)].moe->expert_rank;
         return owners.empty() || owners[size_t(expert)] == rank;
     };
-    expert_cache->warm_up(options.warmup.value_or(have_stats ? ExpertWarmup::hot : ExpertWarmup::none), runs_here);
+    const ExpertWarmup warmup = fits ? ExpertWarmup::all : have_stats ? ExpertWarmup::hot : ExpertWarmup::none;
+    expert_cache->warm_up(options.warmup.value_or(warmup), runs_here);
     forward_options.experts = expert_cache.get();
 }
 

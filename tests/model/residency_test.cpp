@@ -84,6 +84,37 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ResidencyParity, ::testing::Values("tiny-k3",
                              return name;
                          });
 
+// --no-mmap reads a model that fits into memory whole: every routed expert is in the cache before
+// the first token (no misses), and the logits are those of the mapped file, byte for byte.
+TEST(NoMmap, EveryExpertIsReadAtLoadAndTheLogitsAreUnchanged) {
+    const testing::ModelFixture fixture = testing::load_model_fixture("tiny-k3-mxfp4");
+    const auto mapped = load(fixture.model_path, 0);
+    runtime::EngineOptions options;
+    options.n_threads = 2;
+    options.residency.mem_budget = 0;
+    options.residency.no_mmap = true;
+    const auto read_in = runtime::Engine::load(fixture.model_path, options);
+    ASSERT_TRUE(read_in->expert_cache_counters()) << "--no-mmap left the experts mapped";
+    const runtime::ExpertCacheCounters loaded = *read_in->expert_cache_counters();
+    const auto model = model::Model::load(fixture.model_path);
+    uint64_t expert_bytes = 0;  // every routed expert's gate, up and down
+    for (const model::LayerWeights& layer : model->weights().layers)
+        if (layer.moe)
+            for (const kernels::MatrixView* m : {&layer.moe->gate_exps, &layer.moe->up_exps, &layer.moe->down_exps})
+                expert_bytes += uint64_t(m->rows) * m->row_stride;
+    ASSERT_GT(expert_bytes, 0u);
+    EXPECT_GE(loaded.bytes_read, expert_bytes) << "not every routed expert was read";
+    EXPECT_GE(loaded.resident_bytes, expert_bytes);
+    for (const testing::FixtureCase& c : fixture.cases) {
+        SCOPED_TRACE(c.name);
+        EXPECT_TRUE(same_bytes(mapped->new_session()->eval(c.tokens, true), read_in->new_session()->eval(c.tokens, true)));
+    }
+    const runtime::ExpertCacheCounters after = *read_in->expert_cache_counters();
+    EXPECT_GT(after.hits, 0u);
+    EXPECT_EQ(after.misses, 0u);
+    EXPECT_EQ(after.bytes_read, loaded.bytes_read);
+}
+
 // Warm-up loads only the experts this process runs (a parallel rank's own): with the odd experts
 // accepted, the first MoE layer's expert 1 is resident and its expert 0 is not.
 TEST(ExpertCacheWarmUp, LoadsOnlyTheExpertsThatRunHere) {
@@ -133,6 +164,24 @@ TEST(ResidencyCommand, EvalLogitsWithABudgetEqualThoseWithout) {
         EXPECT_EQ(plain.out, budgeted.out);  // the greedy ids
         EXPECT_EQ(testing::read_bytes(dir.file("plain.f32")), testing::read_bytes(dir.file("budget.f32")));
     }
+}
+
+TEST(ResidencyCommand, NoMmapEvalEqualsTheMappedOne) {
+    const std::string model = testing::fixture("tiny-k3-q4k/model.gguf");
+    testing::ScratchDir dir;
+    const std::string tokens = "1000,72,101,108,108,111,44,32,119,111,114,108,100";
+    const auto eval = [&](const std::string& out, std::vector<std::string> extra) {
+        std::vector<std::string> args = {"eval", "-m", model, "--tokens", tokens, "-t", "2", "--greedy", "6", "--logits-out", out};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return testing::run_k3(args);
+    };
+    const testing::CommandResult mapped = eval(dir.file("mapped.f32"), {}), read_in = eval(dir.file("read.f32"), {"--no-mmap"});
+    ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+    ASSERT_EQ(read_in.exit_code, 0) << read_in.err;
+    EXPECT_NE(read_in.err.find("--no-mmap: reading the model"), std::string::npos) << read_in.err;
+    EXPECT_EQ(mapped.err.find("--no-mmap"), std::string::npos) << mapped.err;
+    EXPECT_EQ(mapped.out, read_in.out);  // the greedy ids
+    EXPECT_EQ(testing::read_bytes(dir.file("mapped.f32")), testing::read_bytes(dir.file("read.f32")));
 }
 
 // k3 imatrix observes every product wherever its weights are read from (the resident trunk's
