@@ -12,7 +12,6 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "convert/progress.h"
 #include "gguf/gguf_writer.h"
 #include "model/mock_model.h"
 #include "text/bundled_template.h"
@@ -20,6 +19,7 @@
 #include "util/byte_size.h"
 #include "util/error.h"
 #include "util/interruption.h"
+#include "util/progress.h"
 
 namespace k3::cli {
 namespace {
@@ -193,7 +193,7 @@ int run_mock(int argc, char** argv) {
     for (const model::MockTensor& t : tensors) writer.add_tensor(t.name, t.type, t.ne);
 
     std::vector<uint8_t> bytes;
-    convert::Progress bar(report, total_bytes, tensors.size());
+    util::Progress bar(report, total_bytes, tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
         const model::MockTensor& t = tensors[i];
         produce(t, seed, i, n_threads, bytes);

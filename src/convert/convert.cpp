@@ -8,7 +8,6 @@
 
 #include "convert/hf_config.h"
 #include "convert/hf_vocab.h"
-#include "convert/progress.h"
 #include "convert/safetensors.h"
 #include "convert/tensor_plan.h"
 #include "convert/tensor_produce.h"
@@ -17,6 +16,7 @@
 #include "text/bundled_template.h"
 #include "util/byte_size.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace k3::convert {
 namespace {
@@ -191,7 +191,7 @@ std::vector<std::string> convert_checkpoint(const ConvertOptions& options, std::
     }
     std::vector<uint8_t> buffer;  // the tensor being produced; sized once for the largest
     buffer.reserve(size_t(largest));
-    Progress bar(progress, total_bytes, plan.tensors.size());
+    util::Progress bar(progress, total_bytes, plan.tensors.size());
     for (const PlannedTensor& t : plan.tensors) {
         const uint8_t* bytes = passthrough_bytes(t);
         if (!bytes) {

@@ -5,7 +5,6 @@
 #include <regex>
 
 #include "convert/imatrix_file.h"
-#include "convert/progress.h"
 #include "convert/quant_mixture.h"
 #include "convert/tensor_plan.h"
 #include "convert/tensor_produce.h"
@@ -14,6 +13,7 @@
 #include "util/byte_size.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/progress.h"
 
 namespace k3::convert {
 namespace {
@@ -236,7 +236,7 @@ std::vector<std::string> quantize_model(const QuantizeOptions& options, std::FIL
         writer.add_tensor(t.name, encodings[i].type, t.ne);
         total_bytes += tensor_bytes(encodings[i].type, t);
     }
-    Progress bar(progress, total_bytes, encodings.size());
+    util::Progress bar(progress, total_bytes, encodings.size());
     std::vector<uint8_t> buffer;  // the tensor being encoded
     for (size_t i = 0; i < encodings.size(); ++i) {
         const gguf::TensorInfo& t = in->tensors()[i];

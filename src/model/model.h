@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -79,8 +80,9 @@ public:
     uint64_t trunk_bytes() const;
     // Copies the trunk into memory the model owns (pread, then dropped from the page cache) and points the
     // weights at it: afterwards only routed experts are still reached through the mapped file
-    // (for an ExpertSource that streams them). Call before any forward pass.
-    void make_trunk_resident();
+    // (for an ExpertSource that streams them). Call before any forward pass. Reports its progress
+    // to `progress` (util::Progress; null: silent).
+    void make_trunk_resident(std::FILE* progress = nullptr);
     // Reads what this rank's passes read of the mapped file (its rows of the trunk, its routed
     // experts; after shard()) into memory now, so that no pass waits on the disk: for a parallel
     // rank whose share fits its memory. Throws k3::Error when the file cannot be read.

@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "parallel/collective.h"
 #include "util/mapped_file.h"
+#include "util/progress.h"
 #include "util/uncached_reader.h"
 
 namespace k3::model {
@@ -120,8 +121,12 @@ uint64_t Model::trunk_bytes() const {
     return bytes;
 }
 
-void Model::make_trunk_resident() {
+void Model::make_trunk_resident(std::FILE* progress) {
     const TensorLocator tensors(*file_);
+    size_t matrices = 0;
+    std::unordered_set<const uint8_t*> counted;
+    for_each_trunk_matrix(weights_, [&](const MatrixView& view, RankReads) { matrices += counted.insert(view.data).second; });
+    util::Progress bar(progress, trunk_bytes(), matrices);
     std::vector<std::unique_ptr<util::UncachedReader>> parts;
     for (const std::string& path : file_->part_paths()) parts.push_back(std::make_unique<util::UncachedReader>(path));
     // Laid out whole, but only the rows this rank reads are written: the pages of the others are
@@ -138,6 +143,7 @@ void Model::make_trunk_resident() {
             const uint64_t first = uint64_t(rows.first) * view.row_stride;
             parts[range.part]->read_exact(range.offset + first, uint64_t(rows.count) * view.row_stride,
                                           destination + first);
+            bar.advance(uint64_t(rows.count) * view.row_stride, "trunk");
             it->second = destination;
             trunk_copies_.push_back({destination, range.n_bytes, view.data});
             used = placed_at(used, range.offset) + range.n_bytes;
@@ -147,6 +153,7 @@ void Model::make_trunk_resident() {
     // What loading read through the mapping (header, the vectors decoded to f32) need not stay cached.
     for (const auto& part : parts) part->drop_cached_pages();
     trunk_ = std::move(memory);
+    bar.finish();
 }
 
 void Model::prefault_share() const {

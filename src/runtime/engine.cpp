@@ -132,7 +132,6 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
              : split_budget(options.mem_budget ? "--mem-budget" : "memory budget (" + source + ")", budget,
                             model->trunk_bytes(), working, largest_expert)
                    .cache_capacity;
-    model->make_trunk_resident();
     expert_stats_path = options.expert_stats_path;
     const bool have_stats = !expert_stats_path.empty() && std::filesystem::exists(expert_stats_path);
     RoutingStats stats = have_stats ? RoutingStats::load(expert_stats_path, hp.n_layer, hp.n_expert)
@@ -146,13 +145,14 @@ void Engine::Impl::set_up_residency(const ResidencyOptions& options, int n_ranks
                      util::format_byte_size(file_bytes).c_str(), n_ranks > 1 ? " (this rank's share)" : "",
                      util::format_byte_size(working).c_str(), util::format_byte_size(budget).c_str(), source.c_str(),
                      util::format_byte_size(cache_capacity).c_str());
+    model->make_trunk_resident(stderr);
     const int rank = forward_options.collective ? forward_options.collective->rank() : 0;
     const auto runs_here = [this, rank](int64_t il, int32_t expert) {
         const std::vector<int32_t>& owners = model->weights().layers[size_t(il)].moe->expert_rank;
         return owners.empty() || owners[size_t(expert)] == rank;
     };
     const ExpertWarmup warmup = fits ? ExpertWarmup::all : have_stats ? ExpertWarmup::hot : ExpertWarmup::none;
-    expert_cache->warm_up(options.warmup.value_or(warmup), runs_here);
+    expert_cache->warm_up(options.warmup.value_or(warmup), runs_here, stderr);
     forward_options.experts = expert_cache.get();
 }
 

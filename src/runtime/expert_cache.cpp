@@ -6,6 +6,7 @@
 #include "gguf/gguf_file.h"
 #include "model/hparams.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace k3::runtime {
 
@@ -88,6 +89,7 @@ void ExpertCache::read_entry(int64_t il, int32_t expert) {
         e.matrices = matrices;
         e.error = std::move(error);
         e.state = State::ready;
+        landed_bytes_ += e.memory.size();
         if (e.pinned) ready_.push_back(expert);
         --in_flight_;
     }
@@ -132,7 +134,8 @@ void ExpertCache::pump(std::unique_lock<std::mutex>& lock) {
     while (!pending_.empty() && start_read(lock, layer_, pending_.front())) pending_.pop_front();
 }
 
-void ExpertCache::warm_up(ExpertWarmup mode, const std::function<bool(int64_t, int32_t)>& runs_here) {
+void ExpertCache::warm_up(ExpertWarmup mode, const std::function<bool(int64_t, int32_t)>& runs_here,
+                          std::FILE* progress) {
     if (mode == ExpertWarmup::none) return;
     std::vector<ExpertKey> order;
     for (int64_t il = 0; il < int64_t(layers_.size()); ++il)
@@ -144,12 +147,25 @@ void ExpertCache::warm_up(ExpertWarmup mode, const std::function<bool(int64_t, i
             return stats_.score(a.layer, a.expert) > stats_.score(b.layer, b.expert);
         });
     std::unique_lock lock(mutex_);
+    const uint64_t landed_before = landed_bytes_;
+    uint64_t bytes = 0;
+    size_t started = 0;
     for (const ExpertKey& k : order) {
         // Only into free room: warm-up never evicts what it loaded.
-        if (held_ + entry_bytes(layers_[size_t(k.layer)], k.expert) > capacity_) break;
+        const uint64_t entry = entry_bytes(layers_[size_t(k.layer)], k.expert);
+        if (held_ + entry > capacity_) break;
         start_read(lock, k.layer, k.expert);
+        bytes += entry;
+        ++started;
     }
-    landed_.wait(lock, [this] { return in_flight_ == 0; });
+    util::Progress bar(progress, bytes, started);
+    for (uint64_t shown_bytes = landed_before; in_flight_ > 0;) {
+        const int before = in_flight_;
+        landed_.wait(lock, [&] { return in_flight_ < before; });
+        bar.advance(landed_bytes_ - shown_bytes, "routed experts", size_t(before - in_flight_));
+        shown_bytes = landed_bytes_;
+    }
+    bar.finish();
 }
 
 void ExpertCache::routed(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) {

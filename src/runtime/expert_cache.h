@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -41,7 +42,9 @@ public:
 
     // Fills the cache before the first token with experts runs_here(layer, expert) accepts (a
     // parallel rank's own); returns when every read has landed.
-    void warm_up(ExpertWarmup mode, const std::function<bool(int64_t, int32_t)>& runs_here);
+    // Reports its progress to `progress` (util::Progress; null: silent).
+    void warm_up(ExpertWarmup mode, const std::function<bool(int64_t, int32_t)>& runs_here,
+                 std::FILE* progress = nullptr);
 
     void routed(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
     void request(int64_t il, std::span<const int32_t> experts, std::span<const int64_t> token_counts) override;
@@ -96,6 +99,7 @@ private:
     uint64_t capacity_;
     uint64_t held_ = 0;  // bytes of loading and ready entries
     int in_flight_ = 0;
+    uint64_t landed_bytes_ = 0;  // of every read that has landed, for warm_up's progress
     ExpertCacheCounters counters_;
     // The current request.
     int64_t layer_ = -1;

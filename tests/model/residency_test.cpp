@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "model/fixture_cases.h"
 #include "model/model.h"
@@ -113,6 +115,24 @@ TEST(NoMmap, EveryExpertIsReadAtLoadAndTheLogitsAreUnchanged) {
     EXPECT_GT(after.hits, 0u);
     EXPECT_EQ(after.misses, 0u);
     EXPECT_EQ(after.bytes_read, loaded.bytes_read);
+}
+
+// Warm-up reports what it reads: with room for four experts, its closing line counts four.
+TEST(ExpertCacheWarmUp, ReportsItsProgress) {
+    const testing::ModelFixture fixture = testing::load_model_fixture("tiny-k3-mxfp4");
+    const auto model = model::Model::load(fixture.model_path);
+    const model::HParams& hp = model->hparams();
+    runtime::ExpertCache cache(model->file(), hp,
+                               4 * runtime::ExpertCache::largest_expert_bytes(model->file(), hp),
+                               runtime::RoutingStats(hp.n_layer, hp.n_expert));
+    std::FILE* log = std::tmpfile();
+    ASSERT_NE(log, nullptr);
+    cache.warm_up(runtime::ExpertWarmup::all, [](int64_t, int32_t) { return true; }, log);
+    std::rewind(log);
+    std::string text;
+    for (int c; (c = std::fgetc(log)) != EOF;) text += char(c);
+    std::fclose(log);
+    EXPECT_NE(text.find("[4/4] 100.0%"), std::string::npos) << text;
 }
 
 // Warm-up loads only the experts this process runs (a parallel rank's own): with the odd experts

@@ -1,4 +1,4 @@
-#include "convert/progress.h"
+#include "util/progress.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 
 #include "util/byte_size.h"
 
-namespace k3::convert {
+namespace k3::util {
 namespace {
 
 std::string clock_text(double seconds) {
@@ -22,11 +22,11 @@ Progress::Progress(std::FILE* out, uint64_t total_bytes, size_t total_items)
     : out_(out), terminal_(out && isatty(fileno(out))), total_bytes_(total_bytes), total_items_(total_items),
       start_(std::chrono::steady_clock::now()), last_print_(start_) {}
 
-void Progress::advance(uint64_t bytes, std::string_view item) {
+void Progress::advance(uint64_t bytes, std::string_view item, size_t items) {
     done_bytes_ += bytes;
-    ++done_items_;
+    done_items_ += items;
     const auto now = std::chrono::steady_clock::now();
-    if (terminal_ || now - last_print_ >= std::chrono::seconds(5)) {
+    if (now - last_print_ >= (terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5000))) {
         last_print_ = now;
         print(item);
     }
@@ -45,10 +45,10 @@ void Progress::print(std::string_view item) {
     const double eta = rate > 0 ? double(total_bytes_ - done_bytes_) / rate : 0;
     const double percent = total_bytes_ ? 100.0 * double(done_bytes_) / double(total_bytes_) : 100.0;
     std::fprintf(out_, "%s[%zu/%zu] %5.1f%%  %s of %s  %s/s  ETA %s  %.*s%s", terminal_ ? "\r\x1b[K" : "", done_items_,
-                 total_items_, percent, util::format_byte_size(done_bytes_).c_str(), util::format_byte_size(total_bytes_).c_str(),
-                 util::format_byte_size(uint64_t(rate)).c_str(), clock_text(eta).c_str(), int(item.size()), item.data(),
+                 total_items_, percent, format_byte_size(done_bytes_).c_str(), format_byte_size(total_bytes_).c_str(),
+                 format_byte_size(uint64_t(rate)).c_str(), clock_text(eta).c_str(), int(item.size()), item.data(),
                  terminal_ ? "" : "\n");
     std::fflush(out_);
 }
 
-}  // namespace k3::convert
+}  // namespace k3::util
