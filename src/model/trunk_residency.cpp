@@ -130,7 +130,7 @@ void Model::make_trunk_resident(std::FILE* progress) {
     std::vector<std::unique_ptr<util::UncachedReader>> parts;
     for (const std::string& path : file_->part_paths()) parts.push_back(std::make_unique<util::UncachedReader>(path));
     // Laid out whole, but only the rows this rank reads are written: the pages of the others are
-    // never touched, so they take no memory.
+    // never touched, so they take no memory (but for the huge pages at a share's edges).
     util::AnonymousMemory memory(layout_bytes(weights_, tensors));
     uint64_t used = 0;
     std::unordered_map<const uint8_t*, const uint8_t*> moved;  // a tensor bound twice is read once
