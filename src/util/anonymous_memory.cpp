@@ -24,8 +24,8 @@ AnonymousMemory::AnonymousMemory(size_t bytes) : size_(bytes) {
     if (p == MAP_FAILED) throw Error("cannot allocate " + format_byte_size(bytes) + ": " + std::strerror(errno));
     data_ = static_cast<uint8_t*>(p);
     // Transparent huge pages where the system leaves them to madvise: a weight copy is written with
-    // a 512th of the page faults (the trunk reads in 1.3-1.7x faster) and read with fewer TLB
-    // misses. Advice only: memory without it works the same.
+    // a 512th of the page faults and read with fewer TLB misses. Advice only: memory without it
+    // works the same.
     if (bytes >= kHugePage) ::madvise(p, bytes, MADV_HUGEPAGE);
 }
 
