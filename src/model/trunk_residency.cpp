@@ -123,33 +123,39 @@ uint64_t Model::trunk_bytes() const {
 
 void Model::make_trunk_resident(std::FILE* progress) {
     const TensorLocator tensors(*file_);
-    size_t matrices = 0;
-    std::unordered_set<const uint8_t*> counted;
-    for_each_trunk_matrix(weights_, [&](const MatrixView& view, RankReads) { matrices += counted.insert(view.data).second; });
-    util::Progress bar(progress, trunk_bytes(), matrices);
     std::vector<std::unique_ptr<util::UncachedReader>> parts;
     for (const std::string& path : file_->part_paths()) parts.push_back(std::make_unique<util::UncachedReader>(path));
     // Laid out whole, but only the rows this rank reads are written: the pages of the others are
     // never touched, so they take no memory (but for the huge pages at a share's edges).
     util::AnonymousMemory memory(layout_bytes(weights_, tensors));
-    uint64_t used = 0;
+    struct RowsRead {
+        size_t part;
+        uint64_t offset, length;
+        uint8_t* destination;
+    };
+    std::vector<RowsRead> reads;  // laid out first, so that the progress knows the whole
+    uint64_t used = 0, read_bytes = 0;
     std::unordered_map<const uint8_t*, const uint8_t*> moved;  // a tensor bound twice is read once
-    for_each_trunk_matrix(weights_, [&](MatrixView& view, RankReads reads) {
+    for_each_trunk_matrix(weights_, [&](MatrixView& view, RankReads rank_reads) {
         auto [it, fresh] = moved.emplace(view.data, nullptr);
         if (fresh) {
             const FileRange range = tensors.locate(view);
             uint8_t* destination = memory.data() + placed_at(used, range.offset);
-            const parallel::Range rows = rows_read(view, reads, rank_, n_ranks_);
+            const parallel::Range rows = rows_read(view, rank_reads, rank_, n_ranks_);
             const uint64_t first = uint64_t(rows.first) * view.row_stride;
-            parts[range.part]->read_exact(range.offset + first, uint64_t(rows.count) * view.row_stride,
-                                          destination + first);
-            bar.advance(uint64_t(rows.count) * view.row_stride, "trunk");
+            reads.push_back({range.part, range.offset + first, uint64_t(rows.count) * view.row_stride, destination + first});
+            read_bytes += reads.back().length;
             it->second = destination;
             trunk_copies_.push_back({destination, range.n_bytes, view.data});
             used = placed_at(used, range.offset) + range.n_bytes;
         }
         view.data = it->second;
     });
+    util::Progress bar(progress, read_bytes, reads.size());
+    for (const RowsRead& r : reads) {
+        parts[r.part]->read_exact(r.offset, r.length, r.destination);
+        bar.advance(r.length, "trunk");
+    }
     // What loading read through the mapping (header, the vectors decoded to f32) need not stay cached.
     for (const auto& part : parts) part->drop_cached_pages();
     trunk_ = std::move(memory);
