@@ -467,10 +467,10 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     static_assert(kRows * kTokens <= 4);
     using Block = typename Format::BlockType;
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
-    const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
+    constexpr int_simd::WeightReads kReads = kTokens == 1 ? int_simd::WeightReads::once : int_simd::WeightReads::again;
+    const size_t ahead = int_simd::prefetch_rows_ahead<kReads>(kRows, weight_stride);
     for (int64_t b = 0; b < n / 256; ++b) {
-        prefetch_next_tile<Block, kRows, kTokens == 1 ? int_simd::WeightReads::once : int_simd::WeightReads::again>(
-            weights, weight_stride, b, ahead);
+        prefetch_next_tile<Block, kRows, kReads>(weights, weight_stride, b, ahead);
         // Each lane is set once (the lanes past the tile's zeroed one by one: an aggregate's
         // zero-initialisation compiled to two rep stos per block, a sixth of decode's time).
         __m256i sums[4], mins[4];
@@ -542,7 +542,7 @@ void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_r
                        int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     using Block = typename Format::BlockType;
     constexpr int kChunkRows = 4, kTokens = 8;
-    const size_t ahead = int_simd::prefetch_rows_ahead(kChunkRows, weight_stride);
+    const size_t ahead = int_simd::prefetch_rows_ahead<int_simd::WeightReads::again>(kChunkRows, weight_stride);
     for (int64_t r0 = 0; r0 < n_rows; r0 += kChunkRows) {
         const int rows = int(n_rows - r0 < kChunkRows ? n_rows - r0 : kChunkRows);
         const uint8_t* chunk = weights + size_t(r0) * weight_stride;
@@ -719,7 +719,7 @@ struct LaneTiles {
                       int64_t n_tokens, int64_t n, float* y, int64_t y_stride, Panel* panels, bool decode) {
         F acc[kChunkTokens], off[kChunkTokens];
         for (int64_t t = 0; t < n_tokens; ++t) acc[t] = off[t] = V::zero();
-        const size_t ahead = int_simd::prefetch_rows_ahead(kRows, weight_stride);
+        const size_t ahead = int_simd::prefetch_rows_ahead<int_simd::WeightReads::again>(kRows, weight_stride);
         for (int64_t b = 0; b < n / 256; ++b) {
             Panel& p = panels[b];
             if (decode) {

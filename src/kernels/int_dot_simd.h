@@ -311,17 +311,24 @@ template <WeightReads kReads>
     }
 }
 
-// The tiles stream their weights from memory once, a few rows interleaved: rows of a few KiB are
-// too short for the hardware prefetcher to follow, so each tile prefetches the same blocks of the
-// tile `ahead` rows on, whole tiles at least kPrefetchBytes ahead. One tile ahead (2 KiB of
-// 1024-wide Q4_K rows) arrived late: decode stalled on each block's first load, and a
-// microbenchmark of the Q4_K decode tile streamed 11 GB/s from DRAM one tile ahead, 14-20
-// GB/s from 4-16 KiB ahead.
-inline constexpr size_t kPrefetchBytes = 16384;
+// The tiles stream their weights from memory, a few rows interleaved: rows of a few KiB are too
+// short for the hardware prefetcher to follow, so each tile prefetches the same blocks of the
+// tile `ahead` rows on, whole tiles at least kPrefetchBytes<kReads> ahead. One tile ahead (2 KiB
+// of 1024-wide Q4_K rows) arrived late: decode stalled on each block's first load (on Zen 4 a
+// microbenchmark of the Q4_K decode tile streamed 11 GB/s from DRAM one tile ahead, 14-20 GB/s
+// from 4-16 KiB ahead). Further than decode needs costs: on Zen 5, one thread's tg128 of the
+// bench mock rose 16% and of its Q4_K_M 14% from 16 KiB to 4 KiB ahead, two threads' 7-9%
+// (2 KiB was slower, 3-8 KiB level), as every prefetch past a matrix's last row (each
+// expert's) reads bytes nobody uses and a new matrix starts unprefetched for longer. Prefill's
+// kernels, which read rows again, keep 16 KiB.
+template <WeightReads kReads>
+inline constexpr size_t kPrefetchBytes = kReads == WeightReads::once ? 4096 : 16384;
 
+template <WeightReads kReads>
 inline size_t prefetch_rows_ahead(int tile_rows, size_t row_stride) {
     const size_t tile_bytes = size_t(tile_rows) * row_stride;
-    return size_t(tile_rows) * (tile_bytes == 0 ? 1 : std::max<size_t>(1, (kPrefetchBytes + tile_bytes - 1) / tile_bytes));
+    return size_t(tile_rows) *
+           (tile_bytes == 0 ? 1 : std::max<size_t>(1, (kPrefetchBytes<kReads> + tile_bytes - 1) / tile_bytes));
 }
 
 // Group b of the tile `ahead` rows on, while the tile's own group is multiplied.
@@ -398,9 +405,10 @@ struct TileBlock {
     template <int kRows, int kTokens>
     static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
                     int64_t y_stride, const DecodeActs* arranged = nullptr) {
-        const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
+        constexpr WeightReads kReads = kTokens == 1 ? WeightReads::once : WeightReads::again;
+        const size_t ahead = prefetch_rows_ahead<kReads>(kRows, w_stride);
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
-            prefetch_next_tile<F, kRows, kTokens == 1 ? WeightReads::once : WeightReads::again>(w, w_stride, b, ahead);
+            prefetch_next_tile<F, kRows, kReads>(w, w_stride, b, ahead);
             const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m, __m256 act_d, __m256 act_s)
                                        __attribute__((always_inline)) {
                 acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(totals), acc[r][t]);
@@ -578,7 +586,7 @@ struct LanesBlock {
         __m256 acc[kTokenChunk][kRows], off[F::kOffset ? kTokenChunk : 1][kRows];
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int r = 0; r < kRows; ++r) acc[t][r] = off[F::kOffset ? t : 0][r] = _mm256_setzero_ps();
-        const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
+        const size_t ahead = prefetch_rows_ahead<WeightReads::again>(kRows, w_stride);
         const auto group = [&](int64_t b, int count) __attribute__((always_inline)) {
             prefetch_next_tile<F, kRows, WeightReads::again>(w, w_stride, b, ahead);
             typename WeightLevel::Weight wl[kRows][8];
@@ -708,7 +716,7 @@ struct RowLanes {
         for (int64_t t = 0; t < n_tokens; ++t)
             for (int j = 0; j < 8; ++j) acc[t][j] = off[F::kOffset ? t : 0][j] = V::zero();
         const int64_t n_blocks = n / 32;
-        const size_t ahead = prefetch_rows_ahead(kRows, w_stride);
+        const size_t ahead = prefetch_rows_ahead<WeightReads::again>(kRows, w_stride);
         for (int64_t b = 0; b < n_blocks; b += 8) {
             const int count = int(std::min<int64_t>(8, n_blocks - b));
             Panel& p = panels[b / 8];
