@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "support/test_support.h"
 
@@ -14,9 +16,11 @@ namespace {
 
 // `k3 bench --json` on the tiny model: a 4-token prompt and n_gen generated tokens (null where
 // the command failed).
-nlohmann::json bench_tiny(const std::string& n_gen) {
-    const testing::CommandResult r = testing::run_k3({"bench", "-m", testing::fixture("tiny-k3/model.gguf"), "--mem-budget",
-                                                      "off", "-p", "4", "-n", n_gen, "-r", "1", "-t", "2", "--json"});
+nlohmann::json bench_tiny(const std::string& n_gen, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {"bench", "-m", testing::fixture("tiny-k3/model.gguf"), "--mem-budget", "off",
+                                     "-p", "4", "-n", n_gen, "-r", "1", "-t", "2", "--json"};
+    args.insert(args.end(), more.begin(), more.end());
+    const testing::CommandResult r = testing::run_k3(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
 }
@@ -32,10 +36,23 @@ TEST(BenchCommand, ProbesBeforeGenerationAndLeavesTheProbesBufferOutOfThePeak) {
     EXPECT_GT(weights, 0.0);
     EXPECT_EQ(out["read_bandwidth_bytes_per_s"].get<double>(), std::max(buffer, weights));
     EXPECT_GT(out["bandwidth_bound_fraction"].get<double>(), 0.0);
+    // Read through the mapping: the share of it in huge pages, a fraction.
+    const double huge = out["mapped_weights_huge_page_fraction"].get<double>();
+    EXPECT_GE(huge, 0.0);
+    EXPECT_LE(huge, 1.0);
 #ifndef __SANITIZE_ADDRESS__  // AddressSanitizer's shadow memory and quarantine are not k3's
     // The tiny model runs in a few MiB: a peak that counted the probe's buffer would pass 256 MiB.
     EXPECT_LT(out["peak_rss_bytes"].get<double>(), double(256 << 20));
 #endif
+}
+
+// With --no-mmap the weights are read into memory k3 owns: nothing is read through the mapping,
+// so no share of it in huge pages is reported.
+TEST(BenchCommand, ReportsNoMappedHugePagesWithoutTheMapping) {
+    const nlohmann::json out = bench_tiny("2", {"--no-mmap"});
+    ASSERT_TRUE(out.is_object());
+    EXPECT_FALSE(out.contains("mapped_weights_huge_page_fraction"));
+    EXPECT_GT(out["tg_tokens_per_s"].get<double>(), 0.0);
 }
 
 // The bound is generation's: a prompt-only run reads no probe buffer (on a large machine the
