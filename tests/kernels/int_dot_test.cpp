@@ -421,6 +421,38 @@ TEST_P(IntDot, AmxTilesEqualTheScalarReference) {
     }
 }
 
+// MXFP4's decode tiles take a full group's E8M0 scales through a fast path where every exponent
+// is at least 2 (normal scales) and another where one is 0 or 1 (subnormal): whole groups of each,
+// and 255 (2^127), equal the scalar reference at every level.
+TEST(IntDotMxfp4, DecodeTilesTakeEveryScaleExponent) {
+    const tensor::TypeTraits* traits = tensor::find_type("MXFP4");
+    ASSERT_NE(traits, nullptr);
+    const int64_t n = 32 * 24, rows = 9;
+    const size_t w_bytes = tensor::row_bytes(*traits, n);
+    std::mt19937 rng(9);
+    std::vector<uint8_t> weights(w_bytes * rows);
+    for (uint8_t& b : weights) b = uint8_t(rng());
+    // Group 0 of every row all normal, group 1 with one subnormal exponent, group 2 with 255.
+    const uint8_t normal[] = {2, 3, 100, 127, 130, 200, 253, 254}, subnormal[] = {0, 1};
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < n / 32; ++b) {
+            uint8_t& e = weights[size_t(r) * w_bytes + size_t(b) * traits->block_bytes];
+            e = normal[size_t(r + b) % 8];
+            if (b == 8 + r % 8) e = subnormal[size_t(r) % 2];
+            if (b == 16 + r % 8) e = 255;
+        }
+    const std::vector<float> x = test_row(n, 21);
+    std::vector<uint8_t> act(activation_row_bytes(ActivationFormat::q8_0, n));
+    activation_quantizer(ActivationFormat::q8_0, Isa::scalar)(x.data(), act.data(), n);
+    const IntDotFn reference = int_dot_kernel(tensor::Type::MXFP4, Isa::scalar);
+    for (Isa isa : simd_levels()) {
+        std::vector<float> y(rows);
+        int_dot_tile_kernel(tensor::Type::MXFP4, isa)(weights.data(), w_bytes, rows, act.data(), 0, 1, n, y.data(), rows);
+        for (int64_t r = 0; r < rows; ++r)
+            EXPECT_EQ(bits_of(y[size_t(r)]), bits_of(reference(weights.data() + r * w_bytes, act.data(), n))) << isa_name(isa) << " row " << r;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, IntDot, ::testing::ValuesIn(kIntTypes),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
