@@ -94,10 +94,10 @@ void q45k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlo
     constexpr int kRows = 4;
     constexpr bool kFifthBit = std::same_as<Format, q8k_formats::Q5K>;
     const __m256i nibble = _mm256_set1_epi8(15);
-    const size_t ahead = int_simd::prefetch_rows_ahead<int_simd::WeightReads::once>(kRows, weight_stride);
+    const auto prefetch = q8k_simd::decode_prefetch<Block, kRows>(weights, weight_stride, n);
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
-        q8k_simd::prefetch_next_tile<Block, kRows, int_simd::WeightReads::once>(weights, weight_stride, b, ahead);
+        prefetch(b);
         const ActBlockQ8_K& a = act[b];
         // Each sub-block's activation sum (two bsums, |sum| <= 32·128) as words 8..15, against
         // the mins there in a row's scale words.

@@ -120,10 +120,10 @@ void q45k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlo
     __m512i slots[2][2];
     for (int half = 0; half < 2; ++half)
         for (int j = 0; j < 2; ++j) slots[half][j] = _mm512_loadu_si512(kQ45kSlotWords[2 * half + j].data());
-    const size_t ahead = int_simd::prefetch_rows_ahead<int_simd::WeightReads::once>(kRows, weight_stride);
+    const auto prefetch = q8k_simd::decode_prefetch<Block, kRows>(weights, weight_stride, n);
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
-        q8k_simd::prefetch_next_tile<Block, kRows, int_simd::WeightReads::once>(weights, weight_stride, b, ahead);
+        prefetch(b);
         const ActBlockQ8_K& a = act[b];
         // Activations in the levels' order: elements 128j.. and 128j + 64.. against the low
         // nibbles of qs[64j ..], 128j + 32.. and 128j + 96.. against the high ones.
@@ -215,10 +215,10 @@ void q6k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBloc
     const __m512i low_shift = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     const __m512i high_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const __m512i slot_words[2] = {_mm512_loadu_si512(kQ6kSlotWords[0].data()), _mm512_loadu_si512(kQ6kSlotWords[1].data())};
-    const size_t ahead = int_simd::prefetch_rows_ahead<int_simd::WeightReads::once>(kRows, weight_stride);
+    const auto prefetch = q8k_simd::decode_prefetch<Block, kRows>(weights, weight_stride, n);
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < n / 256; ++b) {
-        q8k_simd::prefetch_next_tile<Block, kRows, int_simd::WeightReads::once>(weights, weight_stride, b, ahead);
+        prefetch(b);
         const ActBlockQ8_K& a = act[b];
         __m512i a_qs[4];
         for (int j = 0; j < 4; ++j) a_qs[j] = _mm512_loadu_si512(a.qs + 64 * j);

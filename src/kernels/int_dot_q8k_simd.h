@@ -459,6 +459,12 @@ K3_Q8K_INLINE void prefetch_next_tile(const uint8_t* weights, size_t weight_stri
                                     sizeof(Block));
 }
 
+// Decode's prefetch of a tile of kRows rows of n values, a block a step.
+template <typename Block, int kRows>
+K3_Q8K_INLINE int_simd::DecodePrefetch<kRows> decode_prefetch(const uint8_t* weights, size_t weight_stride, int64_t n) {
+    return {weights, weight_stride, size_t(n / 256) * sizeof(Block), n / 256, sizeof(Block)};
+}
+
 // kRows weight rows × kTokens activation rows: lane kTokens·r + t of the accumulators is
 // (row r, token t), each weight block decoded once for the tile's tokens.
 template <typename Format, typename Products, int kRows, int kTokens>
@@ -467,10 +473,11 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     static_assert(kRows * kTokens <= 4);
     using Block = typename Format::BlockType;
     __m128 acc = _mm_setzero_ps(), off = _mm_setzero_ps();
-    constexpr int_simd::WeightReads kReads = kTokens == 1 ? int_simd::WeightReads::once : int_simd::WeightReads::again;
-    const size_t ahead = int_simd::prefetch_rows_ahead<kReads>(kRows, weight_stride);
+    const size_t ahead = int_simd::prefetch_rows_ahead<int_simd::WeightReads::again>(kRows, weight_stride);
+    const auto prefetch = decode_prefetch<Block, kRows>(weights, weight_stride, n);
     for (int64_t b = 0; b < n / 256; ++b) {
-        prefetch_next_tile<Block, kRows, kReads>(weights, weight_stride, b, ahead);
+        if constexpr (kTokens == 1) prefetch(b);
+        else prefetch_next_tile<Block, kRows, int_simd::WeightReads::again>(weights, weight_stride, b, ahead);
         // Each lane is set once (the lanes past the tile's zeroed one by one: an aggregate's
         // zero-initialisation compiled to two rep stos per block, a sixth of decode's time).
         __m256i sums[4], mins[4];

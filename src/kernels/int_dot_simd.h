@@ -384,6 +384,36 @@ template <typename F, int kRows, WeightReads kReads>
     prefetch_span<kReads>(w + ahead * w_stride, w_stride, kRows, size_t(b) * F::kBytes, 8 * F::kBytes);
 }
 
+// Decode's prefetch (WeightReads::once) for a tile of kRows rows that it reads in `steps` steps
+// (groups of blocks, or blocks), step s being bytes [s · step_bytes, (s + 1) · step_bytes) of each
+// row: at step s, the step's share of the tile prefetch_rows_ahead rows on. Where the rows lie back
+// to back (a matrix's rows do) that tile is one span, taken in address order, a share of its lines
+// per step. Row by row, each row's slice of the step, a short row's lines came as interleaved
+// streams of a few lines, some asked for twice: one thread (Zen 5, AVX2) streamed the bench mock's
+// 544-byte expert rows at 10-13 GB/s where 2-KiB rows took 20, in one span at 17-18, and its tg128
+// rose a median 27%.
+template <int kRows>
+class DecodePrefetch {
+public:
+    DecodePrefetch(const uint8_t* w, size_t w_stride, size_t row_bytes, int64_t steps, size_t step_bytes)
+        : next_(w + prefetch_rows_ahead<WeightReads::once>(kRows, w_stride) * w_stride), stride_(w_stride),
+          span_end_(reinterpret_cast<uintptr_t>(next_) + size_t(kRows) * row_bytes), step_bytes_(step_bytes),
+          share_(w_stride != row_bytes || steps <= 0 ? 0 : (size_t(kRows) * row_bytes + size_t(steps) * 64 - 1) / (size_t(steps) * 64) * 64) {}
+
+    [[gnu::always_inline]] void operator()(int64_t step) const {
+        if (share_ == 0) return prefetch_span<WeightReads::once>(next_, stride_, kRows, size_t(step) * step_bytes_, step_bytes_);
+        const uintptr_t from = (reinterpret_cast<uintptr_t>(next_) & ~uintptr_t(63)) + size_t(step) * share_;
+        for (uintptr_t line = from; line < std::min(span_end_, from + share_); line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_NTA);
+    }
+
+private:
+    const uint8_t* next_;
+    size_t stride_;
+    uintptr_t span_end_;
+    size_t step_bytes_, share_;  // share_: bytes of the span a step (0: row by row)
+};
+
 // A tile of kRows weight rows (w_stride bytes apart) times kTokens activation rows (act_stride
 // bytes apart): each group of eight weight blocks is decoded once for every token, each group of
 // activation blocks loaded once for every row, and every (row, token) pair keeps its own
@@ -452,10 +482,11 @@ struct TileBlock {
     template <int kRows, int kTokens>
     static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
                     int64_t y_stride, const DecodeActs* arranged = nullptr) {
-        constexpr WeightReads kReads = kTokens == 1 ? WeightReads::once : WeightReads::again;
-        const size_t ahead = prefetch_rows_ahead<kReads>(kRows, w_stride);
+        const size_t ahead = prefetch_rows_ahead<WeightReads::again>(kRows, w_stride);
+        const DecodePrefetch<kRows> decode_prefetch(w, w_stride, size_t(n / 32) * F::kBytes, (n / 32 + 7) / 8, 8 * F::kBytes);
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
-            prefetch_next_tile<F, kRows, kReads>(w, w_stride, b, ahead);
+            if constexpr (kTokens == 1) decode_prefetch(b / 8);
+            else prefetch_next_tile<F, kRows, WeightReads::again>(w, w_stride, b, ahead);
             const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m, __m256 act_d, __m256 act_s)
                                        __attribute__((always_inline)) {
                 acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(totals), acc[r][t]);
