@@ -452,11 +452,11 @@ K3_Q8K_INLINE __m256 weight_factor_lanes(uint16_t f16_bits) {
 }
 
 // Block b of the tile kRows · ahead rows on (prefetch_rows_ahead), while the tile's own block is
-// multiplied (int_simd::WeightReads).
-template <typename Block, int kRows, int_simd::WeightReads kReads>
+// multiplied, for the kernels that read rows again (decode's tiles take decode_prefetch below).
+template <typename Block, int kRows>
 K3_Q8K_INLINE void prefetch_next_tile(const uint8_t* weights, size_t weight_stride, int64_t b, size_t ahead) {
-    int_simd::prefetch_span<kReads>(weights + ahead * weight_stride, weight_stride, kRows, size_t(b) * sizeof(Block),
-                                    sizeof(Block));
+    int_simd::prefetch_span<int_simd::WeightReads::again>(weights + ahead * weight_stride, weight_stride, kRows,
+                                                          size_t(b) * sizeof(Block), sizeof(Block));
 }
 
 // Decode's prefetch of a tile of kRows rows of n values, a block a step.
@@ -477,7 +477,7 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
     const auto prefetch = decode_prefetch<Block, kRows>(weights, weight_stride, n);
     for (int64_t b = 0; b < n / 256; ++b) {
         if constexpr (kTokens == 1) prefetch(b);
-        else prefetch_next_tile<Block, kRows, int_simd::WeightReads::again>(weights, weight_stride, b, ahead);
+        else prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
         // Each lane is set once (the lanes past the tile's zeroed one by one: an aggregate's
         // zero-initialisation compiled to two rep stos per block, a sixth of decode's time).
         __m256i sums[4], mins[4];
@@ -557,7 +557,7 @@ void eight_token_tiles(const uint8_t* weights, size_t weight_stride, int64_t n_r
             __m256 acc[kChunkRows], off[kChunkRows];
             for (int r = 0; r < kChunkRows; ++r) acc[r] = off[r] = _mm256_setzero_ps();
             for (int64_t b = 0; b < n / 256; ++b) {
-                prefetch_next_tile<Block, kChunkRows, int_simd::WeightReads::again>(chunk, weight_stride, b, ahead);
+                prefetch_next_tile<Block, kChunkRows>(chunk, weight_stride, b, ahead);
                 const ActBlockQ8_K* a[kTokens];
                 for (int t = 0; t < kTokens; ++t) a[t] = reinterpret_cast<const ActBlockQ8_K*>(act + size_t(t0 + t) * act_stride) + b;
                 const __m256 d_act = _mm256_setr_ps(a[0]->d, a[1]->d, a[2]->d, a[3]->d, a[4]->d, a[5]->d, a[6]->d, a[7]->d);
@@ -730,7 +730,7 @@ struct LaneTiles {
         for (int64_t b = 0; b < n / 256; ++b) {
             Panel& p = panels[b];
             if (decode) {
-                prefetch_next_tile<Block, kRows, int_simd::WeightReads::again>(weights, weight_stride, b, ahead);
+                prefetch_next_tile<Block, kRows>(weights, weight_stride, b, ahead);
                 for (int h = 0; h < kPanels; ++h) decode_eight(weights, weight_stride, rows, b, h, p);
             }
             const F d = V::load(reinterpret_cast<const float*>(p.d));

@@ -141,10 +141,6 @@ inline __m256i block_totals(const __m256i* p) {
     return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
 }
 
-// Four registers, p[k] holding block k's partial sums in its low half and block k + 4's in its
-// high half -> one register with block j's total in lane j (the halves are already in place).
-inline __m256i half_totals(const __m256i* p) { return sum_quads(p[0], p[1], p[2], p[3]); }
-
 inline float reduce8(__m256 v) {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -180,33 +176,22 @@ template <typename F>
     }
 }
 
-// Fields k = first, ..., first + 8 / kSize - 1 of a group (kSize bytes at the start of each
-// kBytes-byte block: an E8M0 byte or an f16 word), packed in a general register, the first lowest.
-// Built with scalar loads and shifts and moved over once: the shuffles that gather them in vector
-// registers compete with the decode's for the vector ports that bound AVX2's decode.
-template <int kBytes, int kSize>
-[[gnu::always_inline]] inline uint64_t packed_fields(const uint8_t* wb, int first) {
-    uint64_t v = 0;
-    for (int k = 8 / kSize - 1; k >= 0; --k) {
-        const uint8_t* field = wb + (first + k) * kBytes;
-        v = v << (8 * kSize) | (kSize == 1 ? *field : int_formats::load_u16(field));
-    }
-    return v;
-}
-
-// A full group's eight scales, as weight_scales<F>(wb, 8).
+// A full group's eight scales, as weight_scales<F>(wb, 8). The E8M0 bytes are packed in a general
+// register by scalar loads and shifts and moved over once: gathering them with vector shuffles
+// competes with the decode's for the vector ports that bound AVX2's MXFP4 decode.
 template <typename F>
 [[gnu::always_inline]] inline __m256 group_scales(const uint8_t* wb) {
     if constexpr (F::kScaleE8M0) {
         constexpr uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
-        const uint64_t e = packed_fields<F::kBytes, 1>(wb, 0);
+        uint64_t e = 0;  // block k's exponent in byte k
+        for (int k = 7; k >= 0; --k) e = e << 8 | wb[k * F::kBytes];
         const uint64_t halves = e & ~kOnes;  // a zero byte where e < 2
         if ((halves - kOnes) & ~halves & kHighs) [[unlikely]]
             return e8m0_half_scales(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(e))));
         // Every e >= 2: 2^(e - 128) is normal, its bits (e - 1) << 23, and e - 1 borrows across no byte.
         return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(e - kOnes))), 23));
     } else {
-        return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(packed_fields<F::kBytes, 2>(wb, 4)), int64_t(packed_fields<F::kBytes, 2>(wb, 0))));
+        return weight_scales<F>(wb, 8);
     }
 }
 
@@ -245,7 +230,7 @@ struct YmmNibbleGroups {
                 pairs[k] = Level::add_unsigned_product(Level::unsigned_product(low, a.low[k]), high, a.high[k]);
             }
         }
-        return half_totals(pairs);
+        return sum_quads(pairs[0], pairs[1], pairs[2], pairs[3]);  // block k's total in lane k, k + 4's in lane k + 4
     }
     [[gnu::always_inline]] static __m256 scales(const uint8_t* wb) { return group_scales<F>(wb); }
 };
@@ -378,10 +363,11 @@ inline size_t prefetch_rows_ahead(int tile_rows, size_t row_stride) {
            (tile_bytes == 0 ? 1 : std::max<size_t>(1, (kPrefetchBytes<kReads> + tile_bytes - 1) / tile_bytes));
 }
 
-// Group b of the tile `ahead` rows on, while the tile's own group is multiplied.
-template <typename F, int kRows, WeightReads kReads>
+// Group b of the tile `ahead` rows on, while the tile's own group is multiplied, for the kernels
+// that read rows again (decode's tiles take DecodePrefetch below).
+template <typename F, int kRows>
 [[gnu::always_inline]] inline void prefetch_next_tile(const uint8_t* w, size_t w_stride, int64_t b, size_t ahead) {
-    prefetch_span<kReads>(w + ahead * w_stride, w_stride, kRows, size_t(b) * F::kBytes, 8 * F::kBytes);
+    prefetch_span<WeightReads::again>(w + ahead * w_stride, w_stride, kRows, size_t(b) * F::kBytes, 8 * F::kBytes);
 }
 
 // Decode's prefetch (WeightReads::once) for a tile of kRows rows that it reads in `steps` steps
@@ -486,7 +472,7 @@ struct TileBlock {
         const DecodePrefetch<kRows> decode_prefetch(w, w_stride, size_t(n / 32) * F::kBytes, (n / 32 + 7) / 8, 8 * F::kBytes);
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
             if constexpr (kTokens == 1) decode_prefetch(b / 8);
-            else prefetch_next_tile<F, kRows, WeightReads::again>(w, w_stride, b, ahead);
+            else prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
             const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m, __m256 act_d, __m256 act_s)
                                        __attribute__((always_inline)) {
                 acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(totals), acc[r][t]);
@@ -666,7 +652,7 @@ struct LanesBlock {
             for (int r = 0; r < kRows; ++r) acc[t][r] = off[F::kOffset ? t : 0][r] = _mm256_setzero_ps();
         const size_t ahead = prefetch_rows_ahead<WeightReads::again>(kRows, w_stride);
         const auto group = [&](int64_t b, int count) __attribute__((always_inline)) {
-            prefetch_next_tile<F, kRows, WeightReads::again>(w, w_stride, b, ahead);
+            prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
             typename WeightLevel::Weight wl[kRows][8];
             __m256 w_d[kRows], w_m[kRows];
             group_weights<F, WeightLevel, kRows, true>(w, w_stride, b, count, wl, w_d, w_m);
@@ -799,7 +785,7 @@ struct RowLanes {
             const int count = int(std::min<int64_t>(8, n_blocks - b));
             Panel& p = panels[b / 8];
             if (decode) {
-                prefetch_next_tile<F, kRows, WeightReads::again>(w, w_stride, b, ahead);
+                prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
                 for (int h = 0; h < kPanels; ++h) decode_eight(w, w_stride, rows, b, count, h, p);
             }
             for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenGroup) {
