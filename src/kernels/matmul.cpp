@@ -377,6 +377,11 @@ TileProductFn tile_product_kernel(Isa isa) {
     return nullptr;
 }
 
+TileProductFn tile_product() {
+    static const TileProductFn product = tile_product_kernel(best_isa());
+    return product;
+}
+
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
             float* y, int64_t y_stride, Numerics numerics) {
     if (n_tokens <= 0 || w.rows <= 0) return;
@@ -398,7 +403,7 @@ void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_str
     // Several tokens: decode a tile of rows once (f32 weights are used in place) and multiply it
     // with every token by the level's micro-kernel. Tiles are L2-sized, so that the tile stays
     // cached while the token rows stream past it.
-    static const TileProductFn product = tile_product_kernel(best_isa());
+    const TileProductFn product = tile_product();
     const bool is_f32 = w.type->type == tensor::Type::F32;
     const int64_t l2_rows = int64_t(kTileBytes / (size_t(w.cols) * sizeof(float)));
     const int64_t tile = std::max<int64_t>(4, std::min(rows_per_task(w.rows, pool.size(), 4), l2_rows) / 4 * 4);

@@ -82,6 +82,8 @@ using TileProductFn = void (*)(const float* w, int64_t w_stride, int64_t rows, i
 
 // The kernel of `isa`; null if this CPU lacks it.
 TileProductFn tile_product_kernel(Isa isa);
+// The best level's kernel (best_isa(), so K3_ISA caps it), looked up once.
+TileProductFn tile_product();
 TileProductFn avx2_tile_product();    // matmul_avx2.cpp
 TileProductFn avx512_tile_product();  // matmul_avx512.cpp
 

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "kernels/dot.h"
-#include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/vector_ops.h"
 
@@ -63,7 +62,7 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scra
     // axpy_f32. The state's update keeps its axpys, which add each token's term to the state
     // in order as the recurrence does: as a product, the logits of a sequence replayed from a
     // checkpoint moved 3x further from the same sequence computed cold.
-    static const kernels::TileProductFn product = kernels::tile_product_kernel(kernels::best_isa());
+    const kernels::TileProductFn product = kernels::tile_product();
     for (int64_t c0 = 0; c0 < run.n_tokens; c0 += C) {
         const int64_t m = std::min(C, run.n_tokens - c0);
         auto q = [&](int64_t i) { return run.q + (c0 + i) * run.stride; };

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "kernels/dot.h"
-#include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/vector_ops.h"
 
@@ -83,7 +82,7 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
         for (int64_t c = 0; c < Lkv; ++c)
             for (int64_t p = p0; p < p1; ++p) latent_t[i][c * n_cached + p] = rows[(p - p0) * row + c];
     });
-    static const kernels::TileProductFn product = kernels::tile_product_kernel(kernels::best_isa());
+    const kernels::TileProductFn product = kernels::tile_product();
     const int64_t n_tasks = int64_t(sequences.size()) * H;
     ctx.pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const size_t si = size_t(task / H);
