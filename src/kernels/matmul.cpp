@@ -26,17 +26,18 @@ void matvec_rows(DotRowFn dot, const MatrixView& w, int64_t first, int64_t last,
     for (int64_t r = first; r < last; ++r) y[r] = dot(w.row(r), x, w.cols);
 }
 
-// The scalar level of the micro-kernel (matmul_tile.h): one-lane "vectors".
+// The scalar level of the micro-kernel (matmul_tile.h): one-lane "vectors" that sum in double,
+// as the scalar dots do (dot_scalar.cpp says why).
 struct ScalarLane {
-    using F = float;
+    using F = double;
     using Mask = int;
     static constexpr int kWidth = 1;
-    static F zero() { return 0.0f; }
+    static F zero() { return 0.0; }
     static F load(const float* p) { return *p; }
     static Mask tail(int64_t) { return 0; }  // never partial: every row length is a multiple of 1
     static F load(const float* p, Mask) { return *p; }
     static F fmadd(F a, F b, F c) { return a * b + c; }
-    static float reduce_add(F v) { return v; }
+    static float reduce_add(F v) { return float(v); }
 };
 
 // A quarter of a 2 MiB L2: the decoded tile, with room for the token rows streaming past it.
