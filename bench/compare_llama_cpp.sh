@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # k3 against llama.cpp on the same GGUF and threads: `k3 bench` and `llama-bench` interleaved,
-# REPS rounds (default 3) of pp512 and tg128 each, then the medians and the ratios k3 / llama.cpp.
+# REPS rounds (default 3) of pp512 and tg128 each, then the medians, the ratios k3 / llama.cpp of
+# the medians and the range of the rounds' own ratios.
 # Never part of CTest; run it on an otherwise idle machine.
 #
 #   bench/compare_llama_cpp.sh LLAMA_BENCH MODEL [THREADS]
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 llama_bench=$1
@@ -45,5 +46,14 @@ k3_tg_m=$(printf '%s\n' "${k3_tg[@]}" | median)
 ll_pp_m=$(printf '%s\n' "${ll_pp[@]}" | median)
 ll_tg_m=$(printf '%s\n' "${ll_tg[@]}" | median)
 echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa), bandwidth bound \(.bandwidth_bound_fraction)"' <<<"$k3_json")"
-awk -v a="$k3_pp_m" -v b="$ll_pp_m" 'BEGIN { printf "pp512  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx\n", a, b, a / b }'
-awk -v a="$k3_tg_m" -v b="$ll_tg_m" 'BEGIN { printf "tg128  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx\n", a, b, a / b }'
+# Each round runs both tools back to back, so its own ratio shares that moment's load on the
+# host: their range shows how far the noise reaches.
+round_ratios() {
+    local -n ours=$1 theirs=$2
+    for ((i = 0; i < reps; ++i)); do awk -v a="${ours[i]}" -v b="${theirs[i]}" 'BEGIN { print a / b }'; done |
+        sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { printf "%.2f-%.2fx", low, high }'
+}
+awk -v a="$k3_pp_m" -v b="$ll_pp_m" -v r="$(round_ratios k3_pp ll_pp)" \
+    'BEGIN { printf "pp512  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx  (rounds %s)\n", a, b, a / b, r }'
+awk -v a="$k3_tg_m" -v b="$ll_tg_m" -v r="$(round_ratios k3_tg ll_tg)" \
+    'BEGIN { printf "tg128  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx  (rounds %s)\n", a, b, a / b, r }'
