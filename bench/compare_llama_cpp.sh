@@ -50,6 +50,7 @@ echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-uns
 # host: their range shows how far the noise reaches.
 round_ratios() {
     local -n ours=$1 theirs=$2
+    local i
     for ((i = 0; i < reps; ++i)); do awk -v a="${ours[i]}" -v b="${theirs[i]}" 'BEGIN { print a / b }'; done |
         sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { printf "%.2f-%.2fx", low, high }'
 }
