@@ -252,10 +252,14 @@ TEST_P(IntDot, EqualsScalarReferenceOnRandomBlocks) {
 
 // The tile and lane kernels give every (row, token) exactly the single-token kernel's value, for
 // every count of rows and tokens around the tile sizes (up to four of each, around the lane
-// kernels' panels of eight or sixteen rows, and past their chunks of 16 or 32 tokens); matmul's
-// native path gives every (token, row) exactly the scalar reference's value.
+// kernels' panels of eight or sixteen rows, their runs of six tokens, and past their chunks of
+// 32 or 64 tokens); matmul's native path gives every (token, row) exactly the scalar reference's
+// value.
 TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
-    const int64_t n = 32 * 20, rows = 24, tokens = 34;
+    const int64_t n = 32 * 20, rows = 24, tokens = 71;
+    std::vector<int64_t> token_counts;
+    for (int64_t count = 1; count <= 34; ++count) token_counts.push_back(count);
+    for (int64_t count : {63, 64, 65, 71}) token_counts.push_back(count);
     std::mt19937 rng(5);
     std::vector<uint8_t> weights(tensor::row_bytes(*traits_, n) * rows);
     const std::vector<float> source = read_f32(testing::fixture("quants/source.f32"));
@@ -299,7 +303,7 @@ TEST_P(IntDot, TileKernelsAndMatmulEqualTheRowKernel) {
         const size_t stride = lane_kernel ? lane_bytes : act_bytes;
         for (int64_t row_count : {int64_t(1), int64_t(2), int64_t(3), int64_t(4), int64_t(5), int64_t(7), int64_t(8), int64_t(15),
                                    int64_t(16), int64_t(17), rows})
-            for (int64_t count = 1; count <= tokens; ++count) {
+            for (int64_t count : token_counts) {
                 std::vector<float> y(size_t(count * y_stride), -1.0f);
                 dot_tile(weights.data(), w_bytes, row_count, rows_in, stride, count, n, y.data(), y_stride);
                 for (int64_t t = 0; t < count; ++t)
