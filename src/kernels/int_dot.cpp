@@ -102,6 +102,12 @@ IntDotLanesFn int_dot_lanes_kernel(tensor::Type weight) { return int_dot_lanes_k
 int64_t act_lane_groups(int64_t n) { return (n / 32 + 7) / 8; }
 
 void pack_act_lanes(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out) {
+    static const bool avx2 = best_isa() != Isa::scalar;  // every SIMD level has AVX2
+    if (avx2) pack_act_lanes_avx2(format, act_row, n, out);
+    else pack_act_lanes_scalar(format, act_row, n, out);
+}
+
+void pack_act_lanes_scalar(ActivationFormat format, const void* act_row, int64_t n, ActLaneGroup* out) {
     if (format == ActivationFormat::q8_K) {
         const auto* blocks = static_cast<const ActBlockQ8_K*>(act_row);
         for (int64_t g = 0; g < n / 256; ++g) {

@@ -112,6 +112,51 @@ TEST(ActivationQuant, SimdLevelsWriteTheScalarBytes) {
     }
 }
 
+// Both packers lay a row out as int_dot.h's ActLaneGroup says (checked against the blocks
+// themselves: a Q8_K block's 32-value runs as its group's eight blocks), and AVX2's writes the
+// reference's bytes, with rows that end inside a group.
+TEST(ActivationQuant, LanePackersWriteTheGroupLayout) {
+    for (ActivationFormat format : kFormats) {
+        const bool q8_K = format == ActivationFormat::q8_K;
+        for (int64_t n : {256, 4096, 32, 224, 4096 + 96}) {
+            if (n % activation_block_size(format) != 0) continue;
+            const std::vector<float> x = test_row(n, 9);
+            std::vector<uint8_t> act(activation_row_bytes(format, n));
+            activation_quantizer(format, Isa::scalar)(x.data(), act.data(), n);
+            const size_t block_bytes = activation_block_bytes(format);
+            const auto* k_blocks = reinterpret_cast<const ActBlockQ8_K*>(act.data());
+            const std::string where = std::string(activation_format_name(format)) + " n " + std::to_string(n);
+            std::vector<ActLaneGroup> want(size_t(act_lane_groups(n)));
+            pack_act_lanes_scalar(format, act.data(), n, want.data());
+            for (int64_t b = 0; b < act_lane_groups(n) * 8; ++b) {
+                const ActLaneGroup& group = want[size_t(b / 8)];
+                const int j = int(b % 8);
+                const bool present = b < n / 32;
+                const int8_t* qs = q8_K ? k_blocks[b / 8].qs + 32 * j : reinterpret_cast<const int8_t*>(&act[size_t(b) * block_bytes + block_bytes - 32]);
+                int32_t sum = 0;
+                for (int i = 0; i < 32; ++i) {
+                    const int8_t level = present ? qs[i] : 0;
+                    sum += level;
+                    ASSERT_EQ(group.qs[32 * (i / 4) + 4 * j + i % 4], level) << where << " block " << b << " value " << i;
+                }
+                ASSERT_EQ(group.sums[j], q8_K ? 0 : sum) << where << " block " << b;
+                float d = 0.0f;
+                if (q8_K) d = k_blocks[b / 8].d;
+                else if (present) d = tensor::f16_to_f32(uint16_t(act[size_t(b) * block_bytes] | act[size_t(b) * block_bytes + 1] << 8));
+                ASSERT_EQ(bits_of(group.d[j]), bits_of(d)) << where << " block " << b;
+                if (q8_K) {
+                    ASSERT_EQ(group.bsums[2 * j] + group.bsums[2 * j + 1], sum) << where << " block " << b;
+                }
+            }
+            if (!isa_supported(Isa::avx2)) continue;
+            std::vector<ActLaneGroup> got(want.size());
+            std::memset(got.data(), 0xAB, got.size() * sizeof(ActLaneGroup));
+            pack_act_lanes_avx2(format, act.data(), n, got.data());
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(ActLaneGroup)), 0) << where;
+        }
+    }
+}
+
 TEST(ActivationQuant, RowWidthNotAWholeBlockIsAnError) {
     const std::vector<float> x(300, 1.0f);
     std::vector<uint8_t> out(4096);
