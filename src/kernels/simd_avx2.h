@@ -46,6 +46,7 @@ struct Avx2 {
     static Cond less(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
     static Cond greater(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
     static F select(Cond c, F if_true, F if_false) { return _mm256_blendv_ps(if_false, if_true, c); }
+    static bool all(Cond c) { return _mm256_movemask_ps(c) == 0xff; }
 
     // p * 2^n for integral n in [-126, 128], as two factors 2^(n>>1) and 2^(n-(n>>1)) that are
     // both normal, so that n = 128 (exp just below its overflow threshold) stays finite.

@@ -47,6 +47,7 @@ struct Avx512 {
     static Cond less(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
     static Cond greater(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
     static F select(Cond c, F if_true, F if_false) { return _mm512_mask_blend_ps(c, if_false, if_true); }
+    static bool all(Cond c) { return c == 0xffff; }
 
     // p * 2^n for integral n (scalef handles the whole exponent range without overflow in between).
     static F scale_by_pow2(F p, F n) { return _mm512_scalef_ps(p, n); }
