@@ -7,11 +7,15 @@
 namespace k3::kernels {
 namespace reference {
 
-void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) {
+float rms_scale(const float* x, float eps, int64_t n) {
     // Sum in double as ggml does, so long rows do not drift.
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * x[i];
-    const float scale = 1.0f / std::sqrt(float(sum / double(n)) + eps);
+    return 1.0f / std::sqrt(float(sum / double(n)) + eps);
+}
+
+void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) {
+    const float scale = rms_scale(x, eps, n);
     if (w) {
         for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
     } else {
@@ -83,7 +87,8 @@ void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t cha
 }  // namespace reference
 
 const VectorOpsKernels* vector_ops_kernels(Isa isa) {
-    static const VectorOpsKernels scalar{.rms_norm = reference::rms_norm,
+    static const VectorOpsKernels scalar{.rms_scale = reference::rms_scale,
+                                         .rms_norm = reference::rms_norm,
                                          .l2_norm = reference::l2_norm,
                                          .softmax = reference::softmax,
                                          .exp = reference::exp,
@@ -108,6 +113,7 @@ const VectorOpsKernels& best() {
 }
 }  // namespace
 
+float rms_scale(const float* x, float eps, int64_t n) { return best().rms_scale(x, eps, n); }
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) { best().rms_norm(x, w, eps, n, out); }
 void l2_norm(const float* x, float eps, int64_t n, float* out) { best().l2_norm(x, eps, n, out); }
 void softmax(float* x, int64_t n) { best().softmax(x, n); }

@@ -9,7 +9,9 @@
 
 namespace k3::kernels {
 
-// out = x / sqrt(mean(x^2) + eps) * w   (w may be null: weightless). out may alias x.
+// 1 / sqrt(mean(x^2) + eps), the sum in double: rms_norm's scale.
+float rms_scale(const float* x, float eps, int64_t n);
+// out = x * rms_scale(x) * w   (w may be null: weightless). out may alias x.
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out);
 // out = x / max(||x||_2, eps)   (ggml_l2_norm). out may alias x.
 void l2_norm(const float* x, float eps, int64_t n, float* out);
@@ -39,6 +41,7 @@ void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t cha
 
 // The scalar definitions, which the SIMD levels are tested against and K3_ISA=scalar runs.
 namespace reference {
+float rms_scale(const float* x, float eps, int64_t n);
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out);
 void l2_norm(const float* x, float eps, int64_t n, float* out);
 void softmax(float* x, int64_t n);
@@ -53,6 +56,7 @@ void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t cha
 
 // One level's implementations (vector_ops.cpp: scalar; vector_ops_avx2.cpp, vector_ops_avx512.cpp).
 struct VectorOpsKernels {
+    decltype(&reference::rms_scale) rms_scale;
     decltype(&reference::rms_norm) rms_norm;
     decltype(&reference::l2_norm) l2_norm;
     decltype(&reference::softmax) softmax;

@@ -96,9 +96,13 @@ struct VectorOps {
         return V::reduce(sum);
     }
 
-    // out = x / sqrt(mean(x^2) + eps) * w
+    static float rms_scale(const float* x, float eps, int64_t n) {
+        return 1.0f / __builtin_sqrtf(float(sum_of_squares(x, n) / double(n)) + eps);
+    }
+
+    // out = x * rms_scale(x) * w
     static void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) {
-        const F scale = V::set1(1.0f / __builtin_sqrtf(float(sum_of_squares(x, n) / double(n)) + eps));
+        const F scale = V::set1(rms_scale(x, eps, n));
         if (w) {
             map(n, out, [&](F xv, F wv) { return V::mul(V::mul(xv, scale), wv); }, x, w);
         } else {
@@ -228,7 +232,8 @@ struct VectorOps {
 template <class V>
 VectorOpsKernels vector_ops_table() {
     using Ops = VectorOps<V>;
-    return {.rms_norm = Ops::rms_norm,
+    return {.rms_scale = Ops::rms_scale,
+            .rms_norm = Ops::rms_norm,
             .l2_norm = Ops::l2_norm,
             .softmax = Ops::softmax,
             .exp = Ops::exp,

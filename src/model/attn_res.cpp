@@ -1,7 +1,6 @@
 #include "model/attn_res.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "kernels/dot.h"
 #include "kernels/vector_ops.h"
@@ -26,10 +25,7 @@ void attn_res_mix(const ForwardContext& ctx, const BlockStack& stack, const floa
     ctx.pool.parallel_for(n * n_candidates, [&](int64_t task, int) {
         // s_i = (c_i / rms(c_i)) · score = (c_i · score) / rms(c_i)
         const float* c = candidate(task / n_candidates, task % n_candidates);
-        double sum_squares = 0.0;
-        for (int64_t d = 0; d < E; ++d) sum_squares += double(c[d]) * c[d];
-        const float inv_rms = 1.0f / std::sqrt(float(sum_squares / double(E)) + ctx.hp.rms_eps);
-        weights[task] = kernels::dot_f32(c, score.data(), E) * inv_rms;
+        weights[task] = kernels::dot_f32(c, score.data(), E) * kernels::rms_scale(c, ctx.hp.rms_eps, E);
     });
     ctx.pool.parallel_for(n, [&](int64_t t, int) {
         float* w = weights + t * n_candidates;

@@ -123,6 +123,8 @@ TEST(VectorOpsSimd, NormsAndSoftmaxMatchTheReferenceAtEveryLength) {
             const std::string what = std::string(isa_name(isa)) + " n=" + std::to_string(n);
             const std::vector<float> x = random_vector(n, rng, 3.0f), w = random_vector(n, rng, 1.0f);
             std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+            const float scale = reference::rms_scale(x.data(), 1e-6f, n);
+            EXPECT_NEAR(k.rms_scale(x.data(), 1e-6f, n), scale, 2e-7 * scale) << "rms_scale " << what;
             for (const float* weight : {w.data(), static_cast<const float*>(nullptr)}) {
                 k.rms_norm(x.data(), weight, 1e-6f, n, got.data());
                 reference::rms_norm(x.data(), weight, 1e-6f, n, want.data());

@@ -18,6 +18,8 @@ TEST(VectorOps, RmsNormScalesByRootMeanSquare) {
     float out[4];
     rms_norm(x, w, 0.0f, 4, out);  // mean(x^2) = 7.5
     const float inv = 1.0f / std::sqrt(7.5f);
+    EXPECT_FLOAT_EQ(rms_scale(x, 0.0f, 4), inv);
+    EXPECT_FLOAT_EQ(rms_scale(x, 0.5f, 4), 1.0f / std::sqrt(8.0f));  // eps inside the root
     EXPECT_FLOAT_EQ(out[0], 1 * inv);
     EXPECT_FLOAT_EQ(out[2], 3 * inv * 2);
     EXPECT_FLOAT_EQ(out[3], 4 * inv * 0.5f);
