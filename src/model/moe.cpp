@@ -5,6 +5,7 @@
 #include <numeric>
 #include <span>
 
+#include "kernels/dot.h"
 #include "kernels/vector_ops.h"
 #include "model/expert_source.h"
 #include "model/situ.h"
@@ -246,8 +247,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             for (int64_t i = s.first_member[size_t(e)]; i < s.first_member[size_t(e) + 1]; ++i) {
                 const float* src = s.expert_out.data() + i * Ls;
                 float* dst = s.mixed.data() + s.member_token[size_t(i)] * Ls;
-                const float weight = s.member_weight[size_t(i)];
-                for (int64_t d = d0; d < d1; ++d) dst[d] += weight * src[d];
+                kernels::axpy_f32(s.member_weight[size_t(i)], src + d0, dst + d0, d1 - d0);
             }
     });
     ctx.emit(layer_name(il, "ffn_moe_out"), s.mixed.data(), n, Ls);
