@@ -66,6 +66,18 @@ void situ(const float* gate, const float* up, float beta, float linear_beta, int
     }
 }
 
+void decayed_dots(const float* g_i, const float* g_j, const float* k, const float* a, const float* b, int64_t n,
+                  float* dot_a, float* dot_b) {
+    float sum_a = 0.0f, sum_b = 0.0f;
+    for (int64_t c = 0; c < n; ++c) {
+        const float e = std::exp(g_i[c] - g_j[c]) * k[c];
+        sum_a += a[c] * e;
+        sum_b += b[c] * e;
+    }
+    *dot_a = sum_a;
+    *dot_b = sum_b;
+}
+
 void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t channels, const float* w, int k,
                  float* state, float* out, int64_t out_stride) {
     const int history = k - 1;
@@ -96,6 +108,7 @@ const VectorOpsKernels* vector_ops_kernels(Isa isa) {
                                          .silu = reference::silu,
                                          .multiply_sigmoid = reference::multiply_sigmoid,
                                          .situ = reference::situ,
+                                         .decayed_dots = reference::decayed_dots,
                                          .causal_conv = reference::causal_conv};
     if (!isa_supported(isa)) return nullptr;
     switch (isa) {
@@ -123,6 +136,10 @@ void silu(const float* x, int64_t n, float* out) { best().silu(x, n, out); }
 void multiply_sigmoid(const float* gate, int64_t n, float* out) { best().multiply_sigmoid(gate, n, out); }
 void situ(const float* gate, const float* up, float beta, float linear_beta, int64_t n, float* out) {
     best().situ(gate, up, beta, linear_beta, n, out);
+}
+void decayed_dots(const float* g_i, const float* g_j, const float* k, const float* a, const float* b, int64_t n,
+                  float* dot_a, float* dot_b) {
+    best().decayed_dots(g_i, g_j, k, a, b, n, dot_a, dot_b);
 }
 void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t channels, const float* w, int k,
                  float* state, float* out, int64_t out_stride) {

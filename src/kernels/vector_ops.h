@@ -31,6 +31,11 @@ void multiply_sigmoid(const float* gate, int64_t n, float* out);
 // out may alias gate or up.
 void situ(const float* gate, const float* up, float beta, float linear_beta, int64_t n, float* out);
 
+// KDA's decayed products of two rows with a key: with e = exp(g_i - g_j) ⊙ k (each difference
+// <= 0 where g are cumulative log-decays), *dot_a = a · e and *dot_b = b · e.
+void decayed_dots(const float* g_i, const float* g_j, const float* k, const float* a, const float* b, int64_t n,
+                  float* dot_a, float* dot_b);
+
 // Causal depthwise convolution over time, no bias, one sequence:
 //   out[t][c] = sum_{j<k} w[c][j] * u[t-k+1+j][c],  inputs before t = 0 taken from `state`.
 // u: [n_tokens][channels] rows u_stride apart; w: [channels][k]; state: [channels][k-1], oldest
@@ -50,6 +55,8 @@ void sigmoid(const float* x, int64_t n, float* out);
 void silu(const float* x, int64_t n, float* out);
 void multiply_sigmoid(const float* gate, int64_t n, float* out);
 void situ(const float* gate, const float* up, float beta, float linear_beta, int64_t n, float* out);
+void decayed_dots(const float* g_i, const float* g_j, const float* k, const float* a, const float* b, int64_t n,
+                  float* dot_a, float* dot_b);
 void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t channels, const float* w, int k,
                  float* state, float* out, int64_t out_stride);
 }  // namespace reference
@@ -65,6 +72,7 @@ struct VectorOpsKernels {
     decltype(&reference::silu) silu;
     decltype(&reference::multiply_sigmoid) multiply_sigmoid;
     decltype(&reference::situ) situ;
+    decltype(&reference::decayed_dots) decayed_dots;
     decltype(&reference::causal_conv) causal_conv;
 };
 // The kernels of `isa`; null if this CPU lacks it.

@@ -170,6 +170,25 @@ struct VectorOps {
         }, gate, up);
     }
 
+    static void decayed_dots(const float* g_i, const float* g_j, const float* k, const float* a, const float* b,
+                             int64_t n, float* dot_a, float* dot_b) {
+        F sum_a = V::zero(), sum_b = V::zero();
+        const auto add = [&](F gi, F gj, F kv, F av, F bv) {
+            const F e = V::mul(M::exp(V::sub(gi, gj)), kv);
+            sum_a = V::fmadd(av, e, sum_a);
+            sum_b = V::fmadd(bv, e, sum_b);
+        };
+        int64_t c = 0;
+        for (; c + V::kWidth <= n; c += V::kWidth)
+            add(V::load(g_i + c), V::load(g_j + c), V::load(k + c), V::load(a + c), V::load(b + c));
+        if (c < n) {  // unused lanes: k is 0
+            const typename V::Mask m = V::tail(n - c);
+            add(V::load(g_i + c, m), V::load(g_j + c, m), V::load(k + c, m), V::load(a + c, m), V::load(b + c, m));
+        }
+        *dot_a = V::reduce_add(sum_a);
+        *dot_b = V::reduce_add(sum_b);
+    }
+
     // Causal depthwise conv (vector_ops.h), V::kWidth channels at a time: each channel block's
     // taps and state are transposed to [j][lane] so that every tap is one vector FMA per token.
     static void causal_conv(const float* u, int64_t u_stride, int64_t n_tokens, int64_t channels, const float* w,
@@ -241,6 +260,7 @@ VectorOpsKernels vector_ops_table() {
             .silu = Ops::silu,
             .multiply_sigmoid = Ops::multiply_sigmoid,
             .situ = Ops::situ,
+            .decayed_dots = Ops::decayed_dots,
             .causal_conv = Ops::causal_conv};
 }
 

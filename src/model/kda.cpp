@@ -48,15 +48,15 @@ void kda_recurrent(const KdaHeadRun& run, float* state, float* scratch) {
 
 void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scratch) {
     const int64_t D = run.head_dim, C = chunk;
-    float* const G = scratch;             // [C][D] cumulative log-decay within the chunk
-    float* const A = G + C * D;           // [C][C] strictly lower
-    float* const P = A + C * C;           // [C][C] lower incl. diagonal
-    float* const U = P + C * C;           // [C][D]
-    float* const W = U + C * D;           // [C][D]
-    float* const Vp = W + C * D;          // [C][D]
-    float* const decayed_k = Vp + C * D;  // [D]
-    float* const S_t = decayed_k + D;     // [D][D] S_0 transposed
-    float* const Qe = S_t + D * D;        // [C][D] Q ⊙ exp(G)
+    float* const G = scratch;              // [C][D] cumulative log-decay within the chunk
+    float* const A = G + C * D;            // [C][C] strictly lower
+    float* const P = A + C * C;            // [C][C] lower incl. diagonal
+    float* const U = P + C * C;            // [C][D]
+    float* const W = U + C * D;            // [C][D]
+    float* const Vp = W + C * D;           // [C][D]
+    float* const last_decay = Vp + C * D;  // [D] exp(G_last)
+    float* const S_t = last_decay + D;     // [D][D] S_0 transposed
+    float* const Qe = S_t + D * D;         // [C][D] Q ⊙ exp(G)
     // V' and O's products with S_0 are matrix products: as m·D axpys of D each, they and the
     // state's update took most of the 4% of AVX2 prefill (the bench mock's pp512) spent in
     // axpy_f32. The state's update keeps its axpys, which add each token's term to the state
@@ -76,15 +76,15 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scra
         }
         // A[i][j] = beta_i sum_c k_i[c] k_j[c] exp(G_i[c] - G_j[c])   (j < i)
         // P[i][j] =        sum_c q_i[c] k_j[c] exp(G_i[c] - G_j[c])   (j <= i)
-        // Only differences G_i - G_j <= 0 are exponentiated, so nothing overflows. (By the
-        // vector exp: std::exp per element here was most of AVX2 prefill's 2.3% in expf.)
+        // Only differences G_i - G_j <= 0 are exponentiated, so nothing overflows. decayed_dots
+        // makes one pass of what were five over a buffer (differences, exps, products with k_j,
+        // two dots).
         for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j <= i; ++j) {
-                for (int64_t c = 0; c < D; ++c) decayed_k[c] = G[i * D + c] - G[j * D + c];
-                kernels::exp(decayed_k, D, decayed_k);
-                for (int64_t c = 0; c < D; ++c) decayed_k[c] *= k(j)[c];
-                P[i * C + j] = kernels::dot_f32(q(i), decayed_k, D);
-                if (j < i) A[i * C + j] = beta(i) * kernels::dot_f32(k(i), decayed_k, D);
+                float qk = 0.0f, kk = 0.0f;
+                kernels::decayed_dots(G + i * D, G + j * D, k(j), q(i), k(i), D, &qk, &kk);
+                P[i * C + j] = qk;
+                if (j < i) A[i * C + j] = beta(i) * kk;
             }
         }
         // exp(G) in Qe until it is multiplied by Q below.
@@ -120,15 +120,15 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scra
             for (int64_t j = 0; j <= i; ++j) kernels::axpy_f32(P[i * C + j], Vp + j * D, o, D);
         }
         // S_C = Diag(exp(G_last)) S_0 + sum_j (k_j ⊙ exp(G_last - G_j)) ⊗ v'_j, those exps in W
-        // (no longer needed) and exp(G_last) in decayed_k.
+        // (no longer needed) and exp(G_last) in last_decay.
         const float* G_last = G + (m - 1) * D;
         for (int64_t j = 0; j < m; ++j)
             for (int64_t c = 0; c < D; ++c) W[j * D + c] = G_last[c] - G[j * D + c];
         kernels::exp(W, m * D, W);
-        kernels::exp(G_last, D, decayed_k);
+        kernels::exp(G_last, D, last_decay);
         for (int64_t c = 0; c < D; ++c) {
             float* row = state + c * D;
-            for (int64_t j = 0; j < D; ++j) row[j] *= decayed_k[c];
+            for (int64_t j = 0; j < D; ++j) row[j] *= last_decay[c];
             for (int64_t j = 0; j < m; ++j) kernels::axpy_f32(k(j)[c] * W[j * D + c], Vp + j * D, row, D);
         }
     }

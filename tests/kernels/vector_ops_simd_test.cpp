@@ -106,6 +106,20 @@ TEST(VectorOpsSimd, ElementwiseOpsMatchTheReferenceAtEveryLength) {
             k.multiply_sigmoid(x.data(), n, got.data());
             reference::multiply_sigmoid(x.data(), n, want.data());
             expect_close(got, want, 3e-7, 1e-37, "multiply_sigmoid " + what);
+            // KDA's decayed dots: non-positive differences of cumulative decays.
+            std::vector<float> g_j = random_vector(n, rng, 1.0f), g_i = g_j;
+            for (size_t c = 0; c < g_i.size(); ++c) g_i[c] -= std::fabs(y[c]);
+            float got_a = 0.0f, got_b = 0.0f, want_a = 0.0f, want_b = 0.0f;
+            k.decayed_dots(g_i.data(), g_j.data(), x.data(), y.data(), x.data(), n, &got_a, &got_b);
+            reference::decayed_dots(g_i.data(), g_j.data(), x.data(), y.data(), x.data(), n, &want_a, &want_b);
+            double scale_a = 0.0, scale_b = 0.0;  // the sums of |terms|: what rounding is relative to
+            for (size_t c = 0; c < g_i.size(); ++c) {
+                const double e = std::exp(double(g_i[c]) - double(g_j[c])) * std::fabs(x[c]);
+                scale_a += std::fabs(y[c]) * e;
+                scale_b += std::fabs(x[c]) * e;
+            }
+            EXPECT_NEAR(got_a, want_a, 1e-6 * scale_a) << "decayed_dots a " << what;
+            EXPECT_NEAR(got_b, want_b, 1e-6 * scale_b) << "decayed_dots b " << what;
             for (float linear_beta : {25.0f, 0.0f}) {
                 k.situ(x.data(), y.data(), 4.0f, linear_beta, n, got.data());
                 reference::situ(x.data(), y.data(), 4.0f, linear_beta, n, want.data());

@@ -56,6 +56,28 @@ TEST(VectorOps, SituMatchesSpecFormula) {
     EXPECT_NEAR(out[0], 4.0 * std::tanh(0.5) / (1.0 + std::exp(-2.0)) * 10.0, 1e-5);
 }
 
+TEST(VectorOps, DecayedDotsWeighEachChannelByItsDecay) {
+    // e = exp(g_i - g_j) ⊙ k over 11 channels (a full vector and a tail at every level), in double.
+    std::vector<float> g_i(11), g_j(11), k(11), a(11), b(11);
+    for (int c = 0; c < 11; ++c) {
+        g_i[c] = -0.5f * float(c);
+        g_j[c] = -0.25f * float(c);
+        k[c] = 1.0f + 0.125f * float(c);
+        a[c] = float(c % 3) - 1.0f;
+        b[c] = 0.5f - 0.0625f * float(c);
+    }
+    double want_a = 0.0, want_b = 0.0;
+    for (int c = 0; c < 11; ++c) {
+        const double e = std::exp(double(g_i[c]) - double(g_j[c])) * k[c];
+        want_a += a[c] * e;
+        want_b += b[c] * e;
+    }
+    float dot_a = 0.0f, dot_b = 0.0f;
+    decayed_dots(g_i.data(), g_j.data(), k.data(), a.data(), b.data(), 11, &dot_a, &dot_b);
+    EXPECT_NEAR(dot_a, want_a, 1e-6 * 11);
+    EXPECT_NEAR(dot_b, want_b, 1e-6 * 11);
+}
+
 TEST(VectorOps, SiluAndSigmoid) {
     float x[2] = {0.0f, 2.0f}, out[2];
     sigmoid(x, 2, out);
