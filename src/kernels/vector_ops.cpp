@@ -7,11 +7,17 @@
 namespace k3::kernels {
 namespace reference {
 
-float rms_scale(const float* x, float eps, int64_t n) {
-    // Sum in double as ggml does, so long rows do not drift.
+namespace {
+// In double as ggml sums them, so that long rows do not drift.
+double sum_of_squares(const float* x, int64_t n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * x[i];
-    return 1.0f / std::sqrt(float(sum / double(n)) + eps);
+    return sum;
+}
+}  // namespace
+
+float rms_scale(const float* x, float eps, int64_t n) {
+    return 1.0f / std::sqrt(float(sum_of_squares(x, n) / double(n)) + eps);
 }
 
 void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) {
@@ -24,9 +30,7 @@ void rms_norm(const float* x, const float* w, float eps, int64_t n, float* out) 
 }
 
 void l2_norm(const float* x, float eps, int64_t n, float* out) {
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * x[i];
-    const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
+    const float scale = 1.0f / std::max(std::sqrt(float(sum_of_squares(x, n))), eps);
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale;
 }
 
