@@ -383,6 +383,35 @@ TileProductFn tile_product() {
     return product;
 }
 
+namespace {
+
+void combine_rows_scalar(const float* coef, int64_t coef_stride, int64_t n_out, int64_t first_terms, int64_t n_terms,
+                         const float* rows, int64_t row_stride, int64_t n, float* y, int64_t y_stride, bool accumulate) {
+    const auto axpy = scalar_dot_kernels().axpy_f32;
+    for (int64_t i = 0; i < n_out; ++i) {
+        float* const out = y + i * y_stride;
+        if (!accumulate) std::fill(out, out + n, 0.0f);
+        for (int64_t k = 0; k < std::min(n_terms, first_terms + i); ++k) axpy(coef[i * coef_stride + k], rows + k * row_stride, out, n);
+    }
+}
+
+}  // namespace
+
+CombineRowsFn combine_rows_kernel(Isa isa) {
+    if (!isa_supported(isa)) return nullptr;
+    switch (isa) {
+        case Isa::scalar: return &combine_rows_scalar;
+        case Isa::avx2: return avx2_combine_rows();
+        case Isa::avx512: return avx512_combine_rows();
+    }
+    return nullptr;
+}
+
+CombineRowsFn combine_rows() {
+    static const CombineRowsFn combine = combine_rows_kernel(best_isa());
+    return combine;
+}
+
 void matmul(ThreadPool& pool, const MatrixView& w, const float* x, int64_t x_stride, int64_t n_tokens,
             float* y, int64_t y_stride, Numerics numerics) {
     if (n_tokens <= 0 || w.rows <= 0) return;

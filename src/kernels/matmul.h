@@ -87,4 +87,22 @@ TileProductFn tile_product();
 TileProductFn avx2_tile_product();    // matmul_avx2.cpp
 TileProductFn avx512_tile_product();  // matmul_avx512.cpp
 
+// Linear combinations of rows, Y (+)= C · B with B in its natural layout:
+//   y[i] (+)= sum_{k < terms(i)} coef[i][k] * rows[k]   for i < n_out, over n columns,
+// terms(i) = min(n_terms, first_terms + i): first_terms = n_terms for a full product, 1 for a
+// causal one (output i takes terms 0..i). coef: [n_out][n_terms] rows coef_stride floats apart;
+// rows: [n_terms][n] row_stride apart; y: [n_out][n] y_stride apart, overwritten or, where
+// `accumulate`, added to. Each output element takes its terms in ascending order with the
+// rounding of axpy_f32 at the same level (the reference is those axpys), so a sequence of axpys
+// becomes one register-blocked call with the same result.
+using CombineRowsFn = void (*)(const float* coef, int64_t coef_stride, int64_t n_out, int64_t first_terms,
+                               int64_t n_terms, const float* rows, int64_t row_stride, int64_t n, float* y,
+                               int64_t y_stride, bool accumulate);
+// The kernel of `isa`; null if this CPU lacks it.
+CombineRowsFn combine_rows_kernel(Isa isa);
+// The best level's kernel, looked up once.
+CombineRowsFn combine_rows();
+CombineRowsFn avx2_combine_rows();    // matmul_avx2.cpp
+CombineRowsFn avx512_combine_rows();  // matmul_avx512.cpp
+
 }  // namespace k3::kernels

@@ -7,6 +7,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -24,5 +25,8 @@ namespace k3::kernels {
 
 // 4 × 6 accumulators + 6 activations + 1 weight of the 32 zmm registers.
 TileProductFn avx512_tile_product() { return &simd::TileProduct<simd::Avx512, 4, 6>::product; }
+
+// 6 × 4 accumulators + 4 row vectors + 1 coefficient of the 32 zmm registers.
+CombineRowsFn avx512_combine_rows() { return &simd::RowCombination<simd::Avx512, 6, 4>::combine; }
 
 }  // namespace k3::kernels

@@ -6,6 +6,7 @@
 // matmul.h.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -75,6 +76,77 @@ struct TileProduct {
                                                                          x + t0 * x_stride + c0, x_stride, run,
                                                                          y + t0 * y_stride + r0, y_stride, c0 > 0);
                 }
+            }
+        }
+    }
+};
+
+// Linear combinations of rows (matmul.h, CombineRowsFn): kRows outputs × kVecs vectors of
+// columns in registers, so that each term's row vectors feed kRows FMAs and each coefficient,
+// broadcast, kVecs. Every output element takes its terms in ascending order, one FMA each: the
+// arithmetic of as many axpys.
+template <class V, int kRows, int kVecs>
+struct RowCombination {
+    using F = typename V::F;
+    using BlockFn = void (*)(const float* coef, int64_t coef_stride, int64_t first_terms, int64_t n_terms,
+                             const float* rows, int64_t row_stride, const typename V::Mask* masks, float* y,
+                             int64_t y_stride, bool accumulate);
+
+    // R outputs (coefficient rows) over one run of kVecs vectors, lanes past the columns masked
+    // where kMasked; output r takes terms [0, min(n_terms, first_terms + r)).
+    template <int R, bool kMasked>
+    static void block(const float* coef, int64_t coef_stride, int64_t first_terms, int64_t n_terms, const float* rows,
+                      int64_t row_stride, const typename V::Mask* masks, float* y, int64_t y_stride, bool accumulate) {
+        const auto load = [masks](const float* p, int v) __attribute__((always_inline)) {
+            if constexpr (kMasked) return V::load(p, masks[v]);
+            else return V::load(p);
+        };
+        F acc[R][kVecs];
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? load(y + r * y_stride + v * V::kWidth, v) : V::zero();
+        const auto term = [&](int64_t k, auto takes) __attribute__((always_inline)) {
+            F b[kVecs];
+#pragma GCC unroll 16
+            for (int v = 0; v < kVecs; ++v) b[v] = load(rows + k * row_stride + v * V::kWidth, v);
+#pragma GCC unroll 16
+            for (int r = 0; r < R; ++r) {
+                if (!takes(r)) continue;
+                const F c = V::set1(coef[r * coef_stride + k]);
+#pragma GCC unroll 16
+                for (int v = 0; v < kVecs; ++v) acc[r][v] = V::fmadd(c, b[v], acc[r][v]);
+            }
+        };
+        // Terms every output of the block takes, then the outputs' ragged ends.
+        const int64_t common = std::min(n_terms, first_terms), last = std::min(n_terms, first_terms + R - 1);
+        for (int64_t k = 0; k < common; ++k) term(k, [](int) { return true; });
+        for (int64_t k = common; k < last; ++k) term(k, [&](int r) { return k < first_terms + r; });
+        for (int r = 0; r < R; ++r)
+            for (int v = 0; v < kVecs; ++v) {
+                if constexpr (kMasked) V::store(y + r * y_stride + v * V::kWidth, acc[r][v], masks[v]);
+                else V::store(y + r * y_stride + v * V::kWidth, acc[r][v]);
+            }
+    }
+
+    template <bool kMasked, size_t... Rs>
+    static constexpr std::array<BlockFn, kRows> blocks(std::index_sequence<Rs...>) {
+        return {&block<int(Rs) + 1, kMasked>...};
+    }
+
+    static void combine(const float* coef, int64_t coef_stride, int64_t n_out, int64_t first_terms, int64_t n_terms,
+                        const float* rows, int64_t row_stride, int64_t n, float* y, int64_t y_stride, bool accumulate) {
+        static constexpr auto kFull = blocks<false>(std::make_index_sequence<kRows>());
+        static constexpr auto kPartial = blocks<true>(std::make_index_sequence<kRows>());
+        constexpr int64_t kRun = int64_t(kVecs) * V::kWidth;
+        typename V::Mask masks[kVecs];
+        for (int64_t c0 = 0; c0 < n; c0 += kRun) {
+            const bool partial = n - c0 < kRun;
+            if (partial)
+                for (int v = 0; v < kVecs; ++v) masks[v] = V::tail(std::clamp<int64_t>(n - c0 - v * V::kWidth, 0, V::kWidth));
+            for (int64_t r0 = 0; r0 < n_out; r0 += kRows) {
+                const int64_t count = std::min<int64_t>(kRows, n_out - r0);
+                (partial ? kPartial : kFull)[size_t(count - 1)](coef + r0 * coef_stride, coef_stride, first_terms + r0,
+                                                                n_terms, rows + c0, row_stride, masks,
+                                                                y + r0 * y_stride + c0, y_stride, accumulate);
             }
         }
     }

@@ -13,7 +13,7 @@ namespace k3::model {
 
 int64_t kda_scratch_floats(int64_t head_dim, int64_t chunk) {
     const int64_t D = head_dim, C = chunk;
-    return std::max(2 * D, 5 * C * D + 2 * C * C + D + D * D);
+    return std::max(2 * D, 6 * C * D + 2 * C * C + D);
 }
 
 void kda_recurrent(const KdaHeadRun& run, float* state, float* scratch) {
@@ -49,20 +49,19 @@ void kda_recurrent(const KdaHeadRun& run, float* state, float* scratch) {
 void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scratch) {
     const int64_t D = run.head_dim, C = chunk;
     float* const G = scratch;              // [C][D] cumulative log-decay within the chunk
-    float* const A = G + C * D;            // [C][C] strictly lower
-    float* const P = A + C * C;            // [C][C] lower incl. diagonal
-    float* const U = P + C * C;            // [C][D]
-    float* const W = U + C * D;            // [C][D]
-    float* const Vp = W + C * D;           // [C][D]
+    float* const neg_A = G + C * D;        // [C][C] -A, strictly lower
+    float* const P = neg_A + C * C;        // [C][C] lower incl. diagonal
+    float* const UW = P + C * C;           // [C][2D] U | W, each row's two side by side
+    float* const Vp = UW + 2 * C * D;      // [C][D]
     float* const last_decay = Vp + C * D;  // [D] exp(G_last)
-    float* const S_t = last_decay + D;     // [D][D] S_0 transposed
-    float* const Qe = S_t + D * D;         // [C][D] Q ⊙ exp(G)
-    // V' and O's products with S_0 are matrix products: as m·D axpys of D each, they and the
-    // state's update took most of the 4% of AVX2 prefill (the bench mock's pp512) spent in
-    // axpy_f32. The state's update keeps its axpys, which add each token's term to the state
-    // in order as the recurrence does: as a product, the logits of a sequence replayed from a
-    // checkpoint moved 3x further from the same sequence computed cold.
-    const kernels::TileProductFn product = kernels::tile_product();
+    float* const Qe = last_decay + D;      // [C][D] Q ⊙ exp(G), then exp(G_last - G)
+    float* const state_coef = Qe + C * D;  // [D][C] the state update's coefficients
+    // Every sum over rows below is a row combination (kernels::combine_rows): the same terms in
+    // the same order and rounding as the axpys it replaces, which the state's update needs (as a
+    // differently ordered product, the logits of a sequence replayed from a checkpoint moved 3x
+    // further from the same sequence computed cold), in register-blocked calls. As axpys, V',
+    // O and the state update took 4% of AVX2 prefill (the bench mock's pp512).
+    const kernels::CombineRowsFn combine = kernels::combine_rows();
     for (int64_t c0 = 0; c0 < run.n_tokens; c0 += C) {
         const int64_t m = std::min(C, run.n_tokens - c0);
         auto q = [&](int64_t i) { return run.q + (c0 + i) * run.stride; };
@@ -84,53 +83,43 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scra
                 float qk = 0.0f, kk = 0.0f;
                 kernels::decayed_dots(G + i * D, G + j * D, k(j), q(i), k(i), D, &qk, &kk);
                 P[i * C + j] = qk;
-                if (j < i) A[i * C + j] = beta(i) * kk;
+                if (j < i) neg_A[i * C + j] = -(beta(i) * kk);
             }
         }
         // exp(G) in Qe until it is multiplied by Q below.
         kernels::exp(G, m * D, Qe);
         // (I + A) U = diag(beta) V,  (I + A) W = diag(beta) (K ⊙ exp(G))   (forward substitution)
         for (int64_t i = 0; i < m; ++i) {
-            float* u = U + i * D;
-            float* w = W + i * D;
+            float* const u = UW + i * 2 * D;
+            float* const w = u + D;
             for (int64_t c = 0; c < D; ++c) {
                 u[c] = beta(i) * v(i)[c];
                 w[c] = beta(i) * k(i)[c] * Qe[i * D + c];
             }
-            for (int64_t j = 0; j < i; ++j) {
-                kernels::axpy_f32(-A[i * C + j], U + j * D, u, D);
-                kernels::axpy_f32(-A[i * C + j], W + j * D, w, D);
-            }
+            combine(neg_A + i * C, C, 1, i, i, UW, 2 * D, 2 * D, u, 2 * D, true);
         }
-        // V' = U - W S_0;  O = (Q ⊙ exp(G)) S_0 + P V'. S_0 is transposed in 16 × 16 tiles, a
-        // cache line of S_t at a time: a column of S_t per row of S_0 took 1.5% of the bench
-        // mock's AVX2 prefill (each store missed L1).
-        constexpr int64_t kTile = 16;
-        for (int64_t c0 = 0; c0 < D; c0 += kTile)
-            for (int64_t j0 = 0; j0 < D; j0 += kTile)
-                for (int64_t j = j0; j < std::min(D, j0 + kTile); ++j)
-                    for (int64_t c = c0; c < std::min(D, c0 + kTile); ++c) S_t[j * D + c] = state[c * D + j];
+        // V' = U - W S_0;  O = (Q ⊙ exp(G)) S_0 + P V'
+        combine(UW + D, 2 * D, m, D, D, state, D, D, Vp, D, false);
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t c = 0; c < D; ++c) Vp[i * D + c] = UW[i * 2 * D + c] - Vp[i * D + c];
         for (int64_t i = 0; i < m; ++i)
             for (int64_t c = 0; c < D; ++c) Qe[i * D + c] *= q(i)[c];
-        product(S_t, D, D, D, W, D, m, Vp, D);
-        for (int64_t i = 0; i < m * D; ++i) Vp[i] = U[i] - Vp[i];
-        product(S_t, D, D, D, Qe, D, m, run.out + c0 * run.out_stride, run.out_stride);
-        for (int64_t i = 0; i < m; ++i) {
-            float* o = run.out + (c0 + i) * run.out_stride;
-            for (int64_t j = 0; j <= i; ++j) kernels::axpy_f32(P[i * C + j], Vp + j * D, o, D);
-        }
-        // S_C = Diag(exp(G_last)) S_0 + sum_j (k_j ⊙ exp(G_last - G_j)) ⊗ v'_j, those exps in W
+        float* const out = run.out + c0 * run.out_stride;
+        combine(Qe, D, m, D, D, state, D, D, out, run.out_stride, false);
+        combine(P, C, m, 1, m, Vp, D, D, out, run.out_stride, true);
+        // S_C = Diag(exp(G_last)) S_0 + sum_j (k_j ⊙ exp(G_last - G_j)) ⊗ v'_j, those exps in Qe
         // (no longer needed) and exp(G_last) in last_decay.
         const float* G_last = G + (m - 1) * D;
         for (int64_t j = 0; j < m; ++j)
-            for (int64_t c = 0; c < D; ++c) W[j * D + c] = G_last[c] - G[j * D + c];
-        kernels::exp(W, m * D, W);
+            for (int64_t c = 0; c < D; ++c) Qe[j * D + c] = G_last[c] - G[j * D + c];
+        kernels::exp(Qe, m * D, Qe);
         kernels::exp(G_last, D, last_decay);
         for (int64_t c = 0; c < D; ++c) {
+            for (int64_t j = 0; j < m; ++j) state_coef[c * C + j] = k(j)[c] * Qe[j * D + c];
             float* row = state + c * D;
             for (int64_t j = 0; j < D; ++j) row[j] *= last_decay[c];
-            for (int64_t j = 0; j < m; ++j) kernels::axpy_f32(k(j)[c] * W[j * D + c], Vp + j * D, row, D);
         }
+        combine(state_coef, C, D, m, m, Vp, D, D, state, D, true);
     }
 }
 

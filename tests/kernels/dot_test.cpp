@@ -196,5 +196,59 @@ TEST(Matmul, EveryLevelsTileProductMatchesTheExactProduct) {
     }
 }
 
+// Each level's row combinations against that level's axpy_f32 called term by term (bit for bit:
+// the same order and rounding, which KDA's replayed prefill relies on) and against the sums in
+// double, over shapes that leave every remainder: outputs not a multiple of the register block,
+// columns not a multiple of the vectors, full and causal term counts, fresh and accumulated
+// outputs. Columns past n and the padding between output rows stay untouched.
+TEST(Matmul, EveryLevelsRowCombinationIsItsAxpysInOrder) {
+    std::mt19937 rng(5);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        const CombineRowsFn combine = combine_rows_kernel(isa);
+        if (!isa_supported(isa)) {
+            EXPECT_EQ(combine, nullptr);
+            continue;
+        }
+        ASSERT_NE(combine, nullptr);
+        const auto axpy = (isa == Isa::scalar ? scalar_dot_kernels() : isa == Isa::avx2 ? avx2_dot_kernels() : avx512_dot_kernels()).axpy_f32;
+        for (int64_t n : {1, 7, 8, 16, 37, 64, 100, 128}) {
+            for (int64_t n_out : {1, 5, 6, 7, 13, 16}) {
+                for (int64_t n_terms : {0, 1, 4, 16, 33}) {
+                    for (int64_t first_terms : {int64_t(1), int64_t(3), n_terms}) {
+                        for (bool accumulate : {false, true}) {
+                            const int64_t coef_stride = n_terms + 2, row_stride = n + 3, y_stride = n + 5;
+                            const std::vector<float> coef = random_vector(n_out * coef_stride, rng);
+                            const std::vector<float> rows = random_vector(n_terms * row_stride, rng);
+                            const std::vector<float> y0 = random_vector(n_out * y_stride, rng);
+                            std::vector<float> y = y0, expected = y0;
+                            combine(coef.data(), coef_stride, n_out, first_terms, n_terms, rows.data(), row_stride, n, y.data(),
+                                    y_stride, accumulate);
+                            for (int64_t i = 0; i < n_out; ++i) {
+                                float* const out = expected.data() + i * y_stride;
+                                if (!accumulate) std::fill(out, out + n, 0.0f);
+                                const int64_t terms = std::min(n_terms, first_terms + i);
+                                for (int64_t k = 0; k < terms; ++k) axpy(coef[size_t(i * coef_stride + k)], rows.data() + k * row_stride, out, n);
+                                for (int64_t c = 0; c < n; ++c) {
+                                    double exact = accumulate ? y0[size_t(i * y_stride + c)] : 0.0, magnitude = std::abs(exact);
+                                    for (int64_t k = 0; k < terms; ++k) {
+                                        const double term = double(coef[size_t(i * coef_stride + k)]) * rows[size_t(k * row_stride + c)];
+                                        exact += term;
+                                        magnitude += std::abs(term);
+                                    }
+                                    ASSERT_NEAR(y[size_t(i * y_stride + c)], exact, 1e-6 * magnitude + 1e-30);
+                                }
+                            }
+                            for (size_t j = 0; j < y.size(); ++j)
+                                ASSERT_EQ(std::bit_cast<uint32_t>(y[j]), std::bit_cast<uint32_t>(expected[j]))
+                                    << isa_name(isa) << " n=" << n << " outputs=" << n_out << " terms=" << n_terms
+                                    << " first=" << first_terms << " accumulate=" << accumulate << " at " << j;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 }  // namespace k3::kernels
