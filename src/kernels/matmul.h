@@ -89,9 +89,10 @@ TileProductFn avx512_tile_product();  // matmul_avx512.cpp
 
 // Linear combinations of rows, Y (+)= C · B with B in its natural layout:
 //   y[i] (+)= sum_{k < terms(i)} coef[i][k] * rows[k]   for i < n_out, over n columns,
-// terms(i) = min(n_terms, first_terms + i): first_terms = n_terms for a full product, 1 for a
-// causal one (output i takes terms 0..i). coef: [n_out][n_terms] rows coef_stride floats apart;
-// rows: [n_terms][n] row_stride apart; y: [n_out][n] y_stride apart, overwritten or, where
+// terms(i) = clamp(first_terms + i, 0, n_terms): first_terms = n_terms for a full product, 1 for
+// a causal one (output i takes terms 0..i), less (down to none) for a slice of the terms that
+// the first outputs precede. coef: [n_out][n_terms] rows coef_stride floats apart; rows:
+// [n_terms][n] row_stride apart; y: [n_out][n] y_stride apart, overwritten or, where
 // `accumulate`, added to. Each output element takes its terms in ascending order with the
 // rounding of axpy_f32 at the same level (the reference is those axpys), so a sequence of axpys
 // becomes one register-blocked call with the same result.

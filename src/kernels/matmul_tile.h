@@ -117,7 +117,7 @@ struct RowCombination {
             }
         };
         // Terms every output of the block takes, then the outputs' ragged ends.
-        const int64_t common = std::min(n_terms, first_terms), last = std::min(n_terms, first_terms + R - 1);
+        const int64_t common = std::clamp<int64_t>(first_terms, 0, n_terms), last = std::clamp<int64_t>(first_terms + R - 1, 0, n_terms);
         for (int64_t k = 0; k < common; ++k) term(k, [](int) { return true; });
         for (int64_t k = common; k < last; ++k) term(k, [&](int r) { return k < first_terms + r; });
         for (int r = 0; r < R; ++r)

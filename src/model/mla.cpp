@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <span>
-#include <utility>
 
 #include "kernels/dot.h"
 #include "kernels/matmul.h"
@@ -57,36 +56,27 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     // score(t, s) = (q~[h]·c_s + q_pe[h]·k_pe_s) / sqrt(Dk), causal softmax, o~[h] = sum_s p_s c_s
     float* const attended = buffer(n * H * Lkv);  // [n][H][Lkv]
     const float scale = 1.0f / std::sqrt(float(Dk));
-    // Prefill: a sequence's queries kQueryBlock at a time, their scores and outputs as matrix
-    // products with the cache (per position, two dots and an axpy a query were a tenth of
-    // AVX2 prefill at 2048 tokens). The outputs' product reduces over positions, so it takes the
-    // cache's latent rows transposed, once per sequence for all heads. Decode keeps the dots
-    // and axpys: transposing the whole cache for one query would read it twice.
+    // Prefill: a sequence's queries kQueryBlock at a time, their scores a matrix product with the
+    // cache (per position, two dots and an axpy a query were a tenth of AVX2 prefill at 2048
+    // tokens). Decode keeps the dots. Both take the outputs as row combinations of the cache's
+    // latent rows, page by page (kernels::combine_rows: each output sums its positions in order,
+    // as decode's axpys did), so that prefill and decode attend with the same arithmetic.
     constexpr int64_t kQueryBlock = 16;
     const auto in_blocks = [](const SequenceSlice& s) { return s.n_tokens >= kQueryBlock; };
-    const auto cached = [&](size_t i) { return sequences[i].state->layers[size_t(il)].mla.size(); };
-    float** const latent_t = ctx.scratch.take<float*>(int64_t(sequences.size()));  // per sequence: [Lkv][cached rows]
-    int64_t n_pages = 0;
-    for (size_t i = 0; i < sequences.size(); ++i) {
-        latent_t[i] = in_blocks(sequences[i]) ? buffer(Lkv * cached(i)) : nullptr;
-        if (latent_t[i]) n_pages += (cached(i) + PagedRows::kTokensPerPage - 1) / PagedRows::kTokensPerPage;
-    }
-    auto* const pages = ctx.scratch.take<std::pair<size_t, int64_t>>(n_pages);  // (sequence, first row)
-    for (size_t i = 0, k = 0; i < sequences.size(); ++i)
-        for (int64_t p0 = 0; latent_t[i] && p0 < cached(i); p0 += PagedRows::kTokensPerPage) pages[k++] = {i, p0};
-    ctx.pool.parallel_for(n_pages, [&](int64_t task, int) {
-        const auto [i, p0] = pages[size_t(task)];
-        const PagedRows& cache = sequences[i].state->layers[size_t(il)].mla;
-        const int64_t n_cached = cache.size(), p1 = std::min(n_cached, p0 + PagedRows::kTokensPerPage);
-        const float* const rows = cache.row(p0);  // a page's rows lie back to back
-        for (int64_t c = 0; c < Lkv; ++c)
-            for (int64_t p = p0; p < p1; ++p) latent_t[i][c * n_cached + p] = rows[(p - p0) * row + c];
-    });
     const kernels::TileProductFn product = kernels::tile_product();
+    const kernels::CombineRowsFn combine = kernels::combine_rows();
+    // o~ of n_out queries, the first seeing positions [0, visible), each next one more: rows
+    // y_stride apart, from their softmaxed scores (rows scores_stride apart).
+    const auto attend = [&](const PagedRows& cache, const float* scores, int64_t scores_stride, int64_t n_out,
+                            int64_t visible, float* y, int64_t y_stride) {
+        const int64_t end = visible + n_out - 1;
+        for (int64_t p0 = 0; p0 < end; p0 += PagedRows::kTokensPerPage)
+            combine(scores + p0, scores_stride, n_out, visible - p0, std::min(PagedRows::kTokensPerPage, end - p0),
+                    cache.row(p0), row, Lkv, y, y_stride, p0 > 0);
+    };
     const int64_t n_tasks = int64_t(sequences.size()) * H;
     ctx.pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
-        const size_t si = size_t(task / H);
-        const SequenceSlice& s = sequences[si];
+        const SequenceSlice& s = sequences[size_t(task / H)];
         const int64_t h = task % H;
         const PagedRows& cache = s.state->layers[size_t(il)].mla;
         const int64_t n_cached = cache.size();
@@ -111,10 +101,8 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
                     const int64_t visible = start + i0 + i + 1;
                     for (int64_t j = 0; j < visible; ++j) p[j] *= scale;
                     kernels::softmax(p, visible);
-                    std::fill(p + visible, p + end, 0.0f);
                 }
-                const int64_t t0 = s.first + i0;
-                product(latent_t[si], n_cached, Lkv, end, scores, n_cached, nb, attended + (t0 * H + h) * Lkv, H * Lkv);
+                attend(cache, scores, n_cached, nb, start + i0 + 1, attended + ((s.first + i0) * H + h) * Lkv, H * Lkv);
             }
             return;
         }
@@ -128,9 +116,7 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
                 scores[p] = (kernels::dot_f32(ql, c, Lkv) + kernels::dot_f32(q_pe, c + Lkv, Dr)) * scale;
             }
             kernels::softmax(scores, visible);
-            float* o = attended + (t * H + h) * Lkv;
-            std::fill(o, o + Lkv, 0.0f);
-            for (int64_t p = 0; p < visible; ++p) kernels::axpy_f32(scores[p], cache.row(p), o, Lkv);
+            attend(cache, scores, n_cached, 1, visible, attended + (t * H + h) * Lkv, Lkv);
         }
     });
 

@@ -214,7 +214,7 @@ TEST(Matmul, EveryLevelsRowCombinationIsItsAxpysInOrder) {
         for (int64_t n : {1, 7, 8, 16, 37, 64, 100, 128}) {
             for (int64_t n_out : {1, 5, 6, 7, 13, 16}) {
                 for (int64_t n_terms : {0, 1, 4, 16, 33}) {
-                    for (int64_t first_terms : {int64_t(1), int64_t(3), n_terms}) {
+                    for (int64_t first_terms : {int64_t(-3), int64_t(1), int64_t(3), n_terms}) {
                         for (bool accumulate : {false, true}) {
                             const int64_t coef_stride = n_terms + 2, row_stride = n + 3, y_stride = n + 5;
                             const std::vector<float> coef = random_vector(n_out * coef_stride, rng);
@@ -226,7 +226,7 @@ TEST(Matmul, EveryLevelsRowCombinationIsItsAxpysInOrder) {
                             for (int64_t i = 0; i < n_out; ++i) {
                                 float* const out = expected.data() + i * y_stride;
                                 if (!accumulate) std::fill(out, out + n, 0.0f);
-                                const int64_t terms = std::min(n_terms, first_terms + i);
+                                const int64_t terms = std::clamp<int64_t>(first_terms + i, 0, n_terms);
                                 for (int64_t k = 0; k < terms; ++k) axpy(coef[size_t(i * coef_stride + k)], rows.data() + k * row_stride, out, n);
                                 for (int64_t c = 0; c < n; ++c) {
                                     double exact = accumulate ? y0[size_t(i * y_stride + c)] : 0.0, magnitude = std::abs(exact);
