@@ -4,7 +4,6 @@
 #include <cmath>
 #include <span>
 
-#include "kernels/dot.h"
 #include "kernels/matmul.h"
 #include "kernels/vector_ops.h"
 
@@ -56,24 +55,14 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
     // score(t, s) = (q~[h]·c_s + q_pe[h]·k_pe_s) / sqrt(Dk), causal softmax, o~[h] = sum_s p_s c_s
     float* const attended = buffer(n * H * Lkv);  // [n][H][Lkv]
     const float scale = 1.0f / std::sqrt(float(Dk));
-    // Prefill: a sequence's queries kQueryBlock at a time, their scores a matrix product with the
-    // cache (per position, two dots and an axpy a query were a tenth of AVX2 prefill at 2048
-    // tokens). Decode keeps the dots. Both take the outputs as row combinations of the cache's
-    // latent rows, page by page (kernels::combine_rows: each output sums its positions in order,
-    // as decode's axpys did), so that prefill and decode attend with the same arithmetic.
+    // A sequence's queries kQueryBlock at a time (decode's one alone): their scores a product with
+    // the cache's rows (per position, two dots and an axpy a query were a tenth of AVX2 prefill
+    // at 2048 tokens), their outputs row combinations of its latent rows, page by page. Each
+    // (query, position) pair and each output sum their terms in the same order whatever the
+    // block, so that a token attends with the same arithmetic in prefill and in decode.
     constexpr int64_t kQueryBlock = 16;
-    const auto in_blocks = [](const SequenceSlice& s) { return s.n_tokens >= kQueryBlock; };
     const kernels::TileProductFn product = kernels::tile_product();
     const kernels::CombineRowsFn combine = kernels::combine_rows();
-    // o~ of n_out queries, the first seeing positions [0, visible), each next one more: rows
-    // y_stride apart, from their softmaxed scores (rows scores_stride apart).
-    const auto attend = [&](const PagedRows& cache, const float* scores, int64_t scores_stride, int64_t n_out,
-                            int64_t visible, float* y, int64_t y_stride) {
-        const int64_t end = visible + n_out - 1;
-        for (int64_t p0 = 0; p0 < end; p0 += PagedRows::kTokensPerPage)
-            combine(scores + p0, scores_stride, n_out, visible - p0, std::min(PagedRows::kTokensPerPage, end - p0),
-                    cache.row(p0), row, Lkv, y, y_stride, p0 > 0);
-    };
     const int64_t n_tasks = int64_t(sequences.size()) * H;
     ctx.pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const SequenceSlice& s = sequences[size_t(task / H)];
@@ -81,42 +70,31 @@ void mla_forward(const ForwardContext& ctx, const MlaWeights& w, int64_t il, con
         const PagedRows& cache = s.state->layers[size_t(il)].mla;
         const int64_t n_cached = cache.size();
         const int64_t start = n_cached - s.n_tokens;  // position of the slice's first token
-        if (in_blocks(s)) {
-            // [kQueryBlock][row] queries as [q~ | q_pe], then [kQueryBlock][n_cached] scores.
-            auto* const queries = static_cast<float*>(
-                ctx.pool.thread_scratch(thread, size_t(kQueryBlock * (row + n_cached)) * sizeof(float)));
-            float* const scores = queries + kQueryBlock * row;
-            for (int64_t i0 = 0; i0 < s.n_tokens; i0 += kQueryBlock) {
-                const int64_t nb = std::min(kQueryBlock, s.n_tokens - i0), end = start + i0 + nb;
-                for (int64_t i = 0; i < nb; ++i) {
-                    const int64_t t = s.first + i0 + i;
-                    std::copy_n(q_latent + (t * H + h) * Lkv, Lkv, queries + i * row);
-                    std::copy_n(q + (t * H + h) * Dk + Dn, Dr, queries + i * row + Lkv);
-                }
-                for (int64_t p0 = 0; p0 < end; p0 += PagedRows::kTokensPerPage)
-                    product(cache.row(p0), row, std::min(PagedRows::kTokensPerPage, end - p0), row, queries, row, nb,
-                            scores + p0, n_cached);
-                for (int64_t i = 0; i < nb; ++i) {
-                    float* const p = scores + i * n_cached;
-                    const int64_t visible = start + i0 + i + 1;
-                    for (int64_t j = 0; j < visible; ++j) p[j] *= scale;
-                    kernels::softmax(p, visible);
-                }
-                attend(cache, scores, n_cached, nb, start + i0 + 1, attended + ((s.first + i0) * H + h) * Lkv, H * Lkv);
+        const int64_t block = std::min(kQueryBlock, s.n_tokens);
+        // [block][row] queries as [q~ | q_pe], then [block][n_cached] scores.
+        auto* const queries =
+            static_cast<float*>(ctx.pool.thread_scratch(thread, size_t(block * (row + n_cached)) * sizeof(float)));
+        float* const scores = queries + block * row;
+        for (int64_t i0 = 0; i0 < s.n_tokens; i0 += block) {
+            const int64_t nb = std::min(block, s.n_tokens - i0), end = start + i0 + nb;
+            for (int64_t i = 0; i < nb; ++i) {
+                const int64_t t = s.first + i0 + i;
+                std::copy_n(q_latent + (t * H + h) * Lkv, Lkv, queries + i * row);
+                std::copy_n(q + (t * H + h) * Dk + Dn, Dr, queries + i * row + Lkv);
             }
-            return;
-        }
-        auto* const scores = static_cast<float*>(ctx.pool.thread_scratch(thread, size_t(n_cached) * sizeof(float)));
-        for (int64_t i = 0; i < s.n_tokens; ++i) {
-            const int64_t t = s.first + i, visible = start + i + 1;
-            const float* ql = q_latent + (t * H + h) * Lkv;
-            const float* q_pe = q + (t * H + h) * Dk + Dn;
-            for (int64_t p = 0; p < visible; ++p) {
-                const float* c = cache.row(p);
-                scores[p] = (kernels::dot_f32(ql, c, Lkv) + kernels::dot_f32(q_pe, c + Lkv, Dr)) * scale;
+            for (int64_t p0 = 0; p0 < end; p0 += PagedRows::kTokensPerPage)
+                product(cache.row(p0), row, std::min(PagedRows::kTokensPerPage, end - p0), row, queries, row, nb,
+                        scores + p0, n_cached);
+            for (int64_t i = 0; i < nb; ++i) {
+                float* const p = scores + i * n_cached;
+                const int64_t visible = start + i0 + i + 1;
+                for (int64_t j = 0; j < visible; ++j) p[j] *= scale;
+                kernels::softmax(p, visible);
             }
-            kernels::softmax(scores, visible);
-            attend(cache, scores, n_cached, 1, visible, attended + (t * H + h) * Lkv, Lkv);
+            // Query i sees positions [0, start + i0 + 1 + i).
+            for (int64_t p0 = 0; p0 < end; p0 += PagedRows::kTokensPerPage)
+                combine(scores + p0, n_cached, nb, start + i0 + 1 - p0, std::min(PagedRows::kTokensPerPage, end - p0),
+                        cache.row(p0), row, Lkv, attended + ((s.first + i0) * H + h) * Lkv, H * Lkv, p0 > 0);
         }
     });
 
