@@ -391,7 +391,8 @@ void combine_rows_scalar(const float* coef, int64_t coef_stride, int64_t n_out, 
     for (int64_t i = 0; i < n_out; ++i) {
         float* const out = y + i * y_stride;
         if (!accumulate) std::fill(out, out + n, 0.0f);
-        for (int64_t k = 0; k < std::clamp<int64_t>(first_terms + i, 0, n_terms); ++k) axpy(coef[i * coef_stride + k], rows + k * row_stride, out, n);
+        const int64_t terms = std::clamp<int64_t>(first_terms + i, 0, n_terms);
+        for (int64_t k = 0; k < terms; ++k) axpy(coef[i * coef_stride + k], rows + k * row_stride, out, n);
     }
 }
 

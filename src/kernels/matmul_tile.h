@@ -93,7 +93,7 @@ struct RowCombination {
                              int64_t y_stride, bool accumulate);
 
     // R outputs (coefficient rows) over one run of kVecs vectors, lanes past the columns masked
-    // where kMasked; output r takes terms [0, min(n_terms, first_terms + r)).
+    // where kMasked; output r takes terms [0, clamp(first_terms + r, 0, n_terms)).
     template <int R, bool kMasked>
     static void block(const float* coef, int64_t coef_stride, int64_t first_terms, int64_t n_terms, const float* rows,
                       int64_t row_stride, const typename V::Mask* masks, float* y, int64_t y_stride, bool accumulate) {
@@ -117,7 +117,8 @@ struct RowCombination {
             }
         };
         // Terms every output of the block takes, then the outputs' ragged ends.
-        const int64_t common = std::clamp<int64_t>(first_terms, 0, n_terms), last = std::clamp<int64_t>(first_terms + R - 1, 0, n_terms);
+        const int64_t common = std::clamp<int64_t>(first_terms, 0, n_terms);
+        const int64_t last = std::clamp<int64_t>(first_terms + R - 1, 0, n_terms);
         for (int64_t k = 0; k < common; ++k) term(k, [](int) { return true; });
         for (int64_t k = common; k < last; ++k) term(k, [&](int r) { return k < first_terms + r; });
         for (int r = 0; r < R; ++r)

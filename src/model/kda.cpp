@@ -56,11 +56,12 @@ void kda_chunked(const KdaHeadRun& run, float* state, int64_t chunk, float* scra
     float* const last_decay = Vp + C * D;  // [D] exp(G_last)
     float* const Qe = last_decay + D;      // [C][D] Q ⊙ exp(G), then exp(G_last - G)
     float* const state_coef = Qe + C * D;  // [D][C] the state update's coefficients
-    // Every sum over rows below is a row combination (kernels::combine_rows): the same terms in
-    // the same order and rounding as the axpys it replaces, which the state's update needs (as a
-    // differently ordered product, the logits of a sequence replayed from a checkpoint moved 3x
-    // further from the same sequence computed cold), in register-blocked calls. As axpys, V',
-    // O and the state update took 4% of AVX2 prefill (the bench mock's pp512).
+    // Every sum over rows below is a row combination (kernels::combine_rows): register-blocked,
+    // each element's terms added in order with axpy_f32's rounding. The state's update needs
+    // that order, the recurrence's (as a tile product, the logits of a sequence replayed from a
+    // checkpoint moved 3x further from the same sequence computed cold); it was D·m axpys, the
+    // forward substitution m² and O's P V' m²/2, and V' and O's products with S_0 took S_0
+    // transposed.
     const kernels::CombineRowsFn combine = kernels::combine_rows();
     for (int64_t c0 = 0; c0 < run.n_tokens; c0 += C) {
         const int64_t m = std::min(C, run.n_tokens - c0);
