@@ -365,13 +365,18 @@ TEST_F(ServerChoices, TooManyChoicesAre400) {
 }
 
 // With one slot and room for one waiting request, the third choice finds the queue full: the
-// answer still comes, as an error naming why, and the server keeps serving.
+// answer still comes, as an error naming why, and the server keeps serving. The other choices are
+// launched when choice 0's first token is delivered (on the delivery thread), so choice 0 must
+// still hold the slot then: with 3 tokens, a busy CI machine delivered it after choice 0 had ended
+// and the slot had taken choice 1 off the queue, which left room for choice 2.
 TEST(ServerChoicesRefused, AChoiceTheQueueRefusesEndsTheAnswerWithAnError) {
+    constexpr int kMaxTokens = 64;
     ServerProcess server(kModel, {"--parallel", "1", "--queue-size", "1", "--ctx-size", "512"});
-    const HttpReply whole = http_request(server.port(), "POST", "/v1/chat/completions", long_chat(3, 3).dump());
+    const HttpReply whole =
+        http_request(server.port(), "POST", "/v1/chat/completions", long_chat(3, kMaxTokens).dump());
     EXPECT_EQ(whole.status, 500);
     EXPECT_NE(whole.body.find("request queue full"), std::string::npos) << whole.body;
-    json body = long_chat(3, 3);
+    json body = long_chat(3, kMaxTokens);
     body["stream"] = true;
     const HttpReply streamed = http_request(server.port(), "POST", "/v1/chat/completions", body.dump());
     EXPECT_EQ(streamed.status, 200);
