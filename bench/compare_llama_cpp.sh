@@ -29,23 +29,27 @@ command -v jq >/dev/null || { echo "compare_llama_cpp: needs jq (scripts/install
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-k3_pp=() k3_tg=() ll_pp=() ll_tg=()
+k3_pp=() k3_tg=() k3_bound=() ll_pp=() ll_tg=()
 for ((i = 1; i <= reps; ++i)); do
     # shellcheck disable=SC2086  # K3_ARGS is a list of options
     k3_json=$("$k3" bench -m "$model" -p 512 -n 128 -t "$threads" -r 1 --json ${K3_ARGS:-})
     k3_pp+=("$(jq -r .pp_tokens_per_s <<<"$k3_json")")
     k3_tg+=("$(jq -r .tg_tokens_per_s <<<"$k3_json")")
+    k3_bound+=("$(jq -r .bandwidth_bound_fraction <<<"$k3_json")")
     ll_json=$("$llama_bench" -m "$model" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null)
     ll_pp+=("$(jq -r '.[] | select(.n_prompt > 0 and .n_gen == 0) | .avg_ts' <<<"$ll_json")")
     ll_tg+=("$(jq -r '.[] | select(.n_gen > 0 and .n_prompt == 0) | .avg_ts' <<<"$ll_json")")
-    echo "round $i/$reps: k3 pp512 ${k3_pp[-1]} tg128 ${k3_tg[-1]} | llama.cpp pp512 ${ll_pp[-1]} tg128 ${ll_tg[-1]}" >&2
+    echo "round $i/$reps: k3 pp512 ${k3_pp[-1]} tg128 ${k3_tg[-1]} (bound ${k3_bound[-1]}) | llama.cpp pp512 ${ll_pp[-1]} tg128 ${ll_tg[-1]}" >&2
 done
 
 k3_pp_m=$(printf '%s\n' "${k3_pp[@]}" | median)
 k3_tg_m=$(printf '%s\n' "${k3_tg[@]}" | median)
 ll_pp_m=$(printf '%s\n' "${ll_pp[@]}" | median)
 ll_tg_m=$(printf '%s\n' "${ll_tg[@]}" | median)
-echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa), bandwidth bound \(.bandwidth_bound_fraction)"' <<<"$k3_json")"
+# The bound divides each round's tg by the bandwidth probed in that round, so it too is a median.
+k3_bound_m=$(printf '%s\n' "${k3_bound[@]}" | median)
+k3_bound_range=$(printf '%s\n' "${k3_bound[@]}" | sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { printf "%.2f-%.2f", low, high }')
+echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa)"' <<<"$k3_json"), bandwidth bound $k3_bound_m (rounds $k3_bound_range)"
 # Each round runs both tools back to back, so its own ratio shares that moment's load on the
 # host: their range shows how far the noise reaches.
 round_ratios() {
