@@ -29,6 +29,9 @@ command -v jq >/dev/null || { echo "compare_llama_cpp: needs jq (scripts/install
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# One read of the file first, so that whichever tool runs first does not also pay for storage.
+cat "$model" >/dev/null
+
 k3_pp=() k3_tg=() k3_bound=() ll_pp=() ll_tg=()
 for ((i = 1; i <= reps; ++i)); do
     # shellcheck disable=SC2086  # K3_ARGS is a list of options
