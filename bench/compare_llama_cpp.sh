@@ -28,6 +28,7 @@ done
 command -v jq >/dev/null || { echo "compare_llama_cpp: needs jq (scripts/install-deps.sh)" >&2; exit 2; }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { printf "%.2f-%.2f", low, high }'; }
 
 # One read of the file first, so that whichever tool runs first does not also pay for storage.
 cat "$model" >/dev/null
@@ -51,15 +52,15 @@ ll_pp_m=$(printf '%s\n' "${ll_pp[@]}" | median)
 ll_tg_m=$(printf '%s\n' "${ll_tg[@]}" | median)
 # The bound divides each round's tg by the bandwidth probed in that round, so it too is a median.
 k3_bound_m=$(printf '%s\n' "${k3_bound[@]}" | median)
-k3_bound_range=$(printf '%s\n' "${k3_bound[@]}" | sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { printf "%.2f-%.2f", low, high }')
+k3_bound_range=$(printf '%s\n' "${k3_bound[@]}" | spread)
 echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa)"' <<<"$k3_json"), bandwidth bound $k3_bound_m (rounds $k3_bound_range)"
 # Each round runs both tools back to back, so its own ratio shares that moment's load on the
 # host: their range shows how far the noise reaches.
 round_ratios() {
     local -n ours=$1 theirs=$2
     local i
-    for ((i = 0; i < reps; ++i)); do awk -v a="${ours[i]}" -v b="${theirs[i]}" 'BEGIN { print a / b }'; done |
-        sort -g | awk 'NR == 1 { low = $1 } { high = $1 } END { printf "%.2f-%.2fx", low, high }'
+    for ((i = 0; i < reps; ++i)); do awk -v a="${ours[i]}" -v b="${theirs[i]}" 'BEGIN { print a / b }'; done | spread
+    echo x
 }
 awk -v a="$k3_pp_m" -v b="$ll_pp_m" -v r="$(round_ratios k3_pp ll_pp)" \
     'BEGIN { printf "pp512  k3 %8.2f  llama.cpp %8.2f tokens/s  ratio %.2fx  (rounds %s)\n", a, b, a / b, r }'
