@@ -140,8 +140,13 @@ void q45k_decode_tile(const uint8_t* weights, size_t weight_stride, const ActBlo
 
         const Block* w[kRows];
         for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride) + b;
-        __m512i bytes = _mm512_castsi128_si512(q8k_simd::load16(w[0]->scales));
-        for (int r = 1; r < kRows; ++r) bytes = _mm512_inserti32x4(bytes, q8k_simd::load16(w[r]->scales), r);
+        // The lane index must be an immediate at every -O, so no loop.
+        static_assert(kRows == 4);
+        const __m512i bytes = _mm512_inserti32x4(
+            _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(q8k_simd::load16(w[0]->scales)),
+                                                  q8k_simd::load16(w[1]->scales), 1),
+                               q8k_simd::load16(w[2]->scales), 2),
+            q8k_simd::load16(w[3]->scales), 3);
         const __m512i scale_bytes = q45k_scales_and_mins(bytes);
         // Words 0..15 of row 2p, 16..31 of row 2p + 1: scales 0..7, mins 0..7.
         const __m512i words[2] = {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(scale_bytes)),
