@@ -18,6 +18,15 @@ constexpr std::string_view kFileSuffix = ".k3state";
 
 void warn(const std::string& message) { std::fprintf(stderr, "k3: warning: prompt cache: %s\n", message.c_str()); }
 
+// Stamps a file's last use as its write time, so that the order survives a restart. Written files
+// are stamped too, from the same clock: the kernel's own date of a write may come from a coarser
+// clock than a stamp taken just before it (a sanitized CI run once restarted with the order of
+// a load and the write after it reversed).
+void mark_used(const std::string& path) {
+    std::error_code ec;
+    fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+}
+
 }  // namespace
 
 PrefixCacheDisk::PrefixCacheDisk(std::string dir, uint64_t budget_bytes, uint64_t max_pending_bytes, uint64_t identity,
@@ -121,6 +130,7 @@ void PrefixCacheDisk::write(const SessionSnapshot& state) {
 }
 
 void PrefixCacheDisk::written(const SessionSnapshot& state, const std::string& path, uint64_t bytes) {
+    if (bytes > 0) mark_used(path);
     std::unique_lock lock(mutex_);
     if (bytes > 0) record(path, state->tokens, bytes);
     const std::vector<File> deleted = delete_over_budget();
@@ -142,8 +152,7 @@ SessionSnapshot PrefixCacheDisk::load(const std::string& path, const Engine& eng
     }
     try {
         auto state = std::make_shared<const SessionState>(read_session_file(path, engine, identity_));
-        std::error_code ec;
-        fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // the order survives a restart
+        mark_used(path);
         return state;
     } catch (const Error&) {
         std::lock_guard lock(mutex_);
