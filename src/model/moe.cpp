@@ -169,12 +169,14 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     }
     if (n_of_y > 0) ctx.linear_same_input(std::span(of_y, n_of_y), y, n);
     // situ(g, u), then the shared experts' down projection: [n][E] (in a parallel job it travels
-    // with the routed experts' outputs)
+    // with the routed experts' outputs; alone, in the first pass of the routed experts' gate and
+    // up, a hand-off fewer)
     const kernels::MatmulOutput shared_down{w.shared ? &w.shared->down : nullptr, s.shared.data(), E};
+    bool shared_down_due = false;
     if (w.shared) {
         situ_in_place(ctx, s.shared_gate.data(), s.shared_up.data(), n * Fs);
-        if (ctx.collective) ctx.observed(w.shared->down, s.shared_gate.data(), Fs, n);
-        else ctx.linear(w.shared->down, s.shared_gate.data(), n, s.shared.data());
+        ctx.observed(w.shared->down, s.shared_gate.data(), Fs, n);
+        shared_down_due = !ctx.collective;
     }
 
     // 9. each expert's W_down_e · situ(W_gate_e · z, W_up_e · z) for its tokens, in arrival order:
@@ -218,6 +220,8 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
             s.groups.push_back({std::span(s.products).last(2), x, Ls, m, rows});
             row += m;
         }
+        if (shared_down_due) s.groups.push_back({std::span(&shared_down, 1), s.shared_gate.data(), Fs, n});
+        shared_down_due = false;
         expert_ctx.linear_groups(s.groups);
         situ_in_place(ctx, s.gate.data(), s.up.data(), batch_rows * Fe);
         s.groups.clear();
@@ -232,6 +236,10 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         }
         expert_ctx.linear_groups(s.groups);
         for (const ExpertMatrices& expert : batch) source.release(expert.expert);
+    }
+    if (shared_down_due) {  // no routed expert ran here
+        const kernels::MatmulGroup alone{std::span(&shared_down, 1), s.shared_gate.data(), Fs, n};
+        expert_ctx.linear_groups(std::span(&alone, 1));
     }
     if (ctx.collective)
         gather_expert_outputs(ctx, w.expert_rank, s.first_member, Ls, s.expert_out,
