@@ -170,7 +170,7 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
     if (n_of_y > 0) ctx.linear_same_input(std::span(of_y, n_of_y), y, n);
     // situ(g, u), then the shared experts' down projection: [n][E] (in a parallel job it travels
     // with the routed experts' outputs; alone, in the first pass of the routed experts' gate and
-    // up, a hand-off fewer)
+    // up, a hand-off fewer: alone, this rank runs every routed expert, so that pass exists)
     const kernels::MatmulOutput shared_down{w.shared ? &w.shared->down : nullptr, s.shared.data(), E};
     bool shared_down_due = false;
     if (w.shared) {
@@ -236,10 +236,6 @@ void moe_forward(const ForwardContext& ctx, const MoeWeights& w, int64_t il, con
         }
         expert_ctx.linear_groups(s.groups);
         for (const ExpertMatrices& expert : batch) source.release(expert.expert);
-    }
-    if (shared_down_due) {  // no routed expert ran here
-        const kernels::MatmulGroup alone{std::span(&shared_down, 1), s.shared_gate.data(), Fs, n};
-        expert_ctx.linear_groups(std::span(&alone, 1));
     }
     if (ctx.collective)
         gather_expert_outputs(ctx, w.expert_rank, s.first_member, Ls, s.expert_out,
