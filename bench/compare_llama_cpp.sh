@@ -8,8 +8,9 @@
 #   bench/compare_llama_cpp.sh ~/llama.cpp/build/bin/llama-bench /work/tmp/bench.gguf 2
 #
 # THREADS defaults to the number of online CPUs. K3 (default build/k3 beside this script's
-# repository), REPS, K3_ARGS (e.g. --exact) and K3_ISA (k3's level cap, e.g. avx2; printed
-# with the ISA that ran) can be set in the environment.
+# repository), REPS, K3_ARGS (e.g. --exact), K3_ISA (k3's level cap, e.g. avx2; printed
+# with the ISA that ran) and K3_PREFETCH (nta or t1: decode's prefetch hint, printed) can be set
+# in the environment.
 set -euo pipefail
 
 if [[ $# -lt 2 || $1 == -h || $1 == --help ]]; then
@@ -53,7 +54,7 @@ ll_tg_m=$(printf '%s\n' "${ll_tg[@]}" | median)
 # The bound divides each round's tg by the bandwidth probed in that round, so it too is a median.
 k3_bound_m=$(printf '%s\n' "${k3_bound[@]}" | median)
 k3_bound_range=$(printf '%s\n' "${k3_bound[@]}" | spread)
-echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa)"' <<<"$k3_json"), bandwidth bound $k3_bound_m (rounds $k3_bound_range)"
+echo "model $model, $threads threads, medians of $reps; k3 (K3_ISA=${K3_ISA:-unset}): $(jq -r '"numerics \(.numerics), isa \(.isa), integer \(.integer_isa), decode prefetch \(.decode_prefetch)"' <<<"$k3_json"), bandwidth bound $k3_bound_m (rounds $k3_bound_range)"
 # Each round runs both tools back to back, so its own ratio shares that moment's load on the
 # host: their range shows how far the noise reaches.
 round_ratios() {

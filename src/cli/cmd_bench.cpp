@@ -23,6 +23,7 @@
 #include "cli/residency_options.h"
 #include "gguf/gguf_file.h"
 #include "kernels/int_dot.h"
+#include "kernels/isa.h"
 #include "kernels/thread_pool.h"
 #include "model/hparams.h"
 #include "runtime/engine.h"
@@ -313,6 +314,7 @@ int run_bench(int argc, char** argv) {
     const char* numerics = kernels::numerics_name(options.numerics);
     const char* isa = kernels::isa_name(kernels::best_isa());
     const char* integer_isa = options.numerics == kernels::Numerics::native ? kernels::int_dot_level_name(kernels::best_isa()) : "none";
+    const char* prefetch = kernels::stream_prefetch() == kernels::StreamPrefetch::non_temporal ? "nta" : "t1";
     if (json) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"
@@ -320,10 +322,10 @@ int run_bench(int argc, char** argv) {
             "\"weight_bytes_per_token\":%.0f,\"read_bandwidth_bytes_per_s\":%.0f,\"bandwidth_probe\":\"%s\","
             "\"buffer_read_bandwidth_bytes_per_s\":%.0f,\"weight_read_bandwidth_bytes_per_s\":%.0f,"
             "\"bandwidth_bound_fraction\":%.4f,\"tg_storage_read_bytes_per_token\":%.0f,"
-            "\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\"",
+            "\"numerics\":\"%s\",\"isa\":\"%s\",\"integer_isa\":\"%s\",\"decode_prefetch\":\"%s\"",
             model_path.c_str(), n_threads, n_prompt, n_gen, repetitions, load_s, pp, tg, peak,
             bytes_per_token, bandwidth, probe, buffer_bandwidth, weight_bandwidth, fraction,
-            storage_per_token, numerics, isa, integer_isa);
+            storage_per_token, numerics, isa, integer_isa, prefetch);
         if (mapped) std::printf(",\"mapped_weights_huge_page_fraction\":%.4f", huge_pages);
         if (cache)
             std::printf(",\"expert_cache\":{\"capacity_bytes\":%llu,\"peak_bytes\":%llu,\"tg_hit_rate\":%.4f,"
@@ -345,7 +347,8 @@ int run_bench(int argc, char** argv) {
     } else {
         std::printf("model            %s (%d threads)\n", model_path.c_str(), n_threads);
         std::printf("load             %.3f s\n", load_s);
-        std::printf("numerics         %s (f32 kernels %s, integer kernels %s)\n", numerics, isa, integer_isa);
+        std::printf("numerics         %s (f32 kernels %s, integer kernels %s, decode prefetch %s)\n", numerics, isa,
+                    integer_isa, prefetch);
         if (n_prompt > 0) std::printf("prompt (pp%d)    %.2f tokens/s (median of %d)\n", n_prompt, pp, repetitions);
         if (n_gen > 0) std::printf("generate (tg%d)  %.2f tokens/s (median of %d)\n", n_gen, tg, repetitions);
         std::printf("peak RSS         %.1f MiB\n", peak / (1 << 20));

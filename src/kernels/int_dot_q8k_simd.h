@@ -455,8 +455,7 @@ K3_Q8K_INLINE __m256 weight_factor_lanes(uint16_t f16_bits) {
 // multiplied, for the kernels that read rows again (decode's tiles take decode_prefetch below).
 template <typename Block, int kRows>
 K3_Q8K_INLINE void prefetch_next_tile(const uint8_t* weights, size_t weight_stride, int64_t b, size_t ahead) {
-    int_simd::prefetch_span<int_simd::WeightReads::again>(weights + ahead * weight_stride, weight_stride, kRows,
-                                                          size_t(b) * sizeof(Block), sizeof(Block));
+    int_simd::prefetch_span(weights + ahead * weight_stride, weight_stride, kRows, size_t(b) * sizeof(Block), sizeof(Block));
 }
 
 // Decode's prefetch of a tile of kRows rows of n values, a block a step.

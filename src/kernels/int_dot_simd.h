@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/int_dot_formats.h"
+#include "kernels/isa.h"
 #include "kernels/simd_avx2.h"
 
 namespace k3::kernels::int_simd {
@@ -339,22 +340,27 @@ template <typename F, int kRows, int kTokens, typename Group>
             y[t * y_stride + r] = F::kOffset ? reduce8(acc[r][t]) + reduce8(off[r][t]) : reduce8(acc[r][t]);
 }
 
-// How a kernel reads the weights it prefetches. Decode's tiles read each line once: PREFETCHNTA
-// keeps them out of L2 and L3 (on Zen 4 every line L2 evicts is written into L3). There, one
-// thread's decode tile streamed Q8_0 27 → 40 GB/s and Q4_K 21 → 32 GB/s from DRAM, and the
-// bench mock's Q4_K_M decoded 9% faster. Kernels whose later token groups read the rows again
-// (the multi-token tiles, AVX2's eight-token tiles) take them into L2. So do prefill's lane
+// How a kernel reads the weights it prefetches. Decode's tiles read each line once: they prefetch
+// as stream_prefetch() says (isa.h: PREFETCHNTA on AMD, which keeps the lines out of L2 and L3;
+// there one thread's decode tile streamed Q8_0 27 → 40 GB/s and Q4_K 21 → 32 GB/s from DRAM, and
+// the bench mock's Q4_K_M decoded 9% faster). Kernels whose later token groups read the rows
+// again (the multi-token tiles, AVX2's eight-token tiles) take them into L2. So do prefill's lane
 // kernels for now, although they read the rows once into their panels: PREFETCHNTA has not been
 // measured there.
 enum class WeightReads { once, again };
 
-// Bytes [begin, begin + count) of `rows` rows (`stride` apart) from `first`, as kReads wants them.
-template <WeightReads kReads>
-[[gnu::always_inline]] inline void prefetch_span(const uint8_t* first, size_t stride, int rows, size_t begin, size_t count) {
+[[gnu::always_inline]] inline void prefetch_line(uintptr_t line, bool non_temporal) {
+    if (non_temporal) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_NTA);
+    else _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+}
+
+// Bytes [begin, begin + count) of `rows` rows (`stride` apart) from `first` (into L2, or past it
+// where non_temporal).
+[[gnu::always_inline]] inline void prefetch_span(const uint8_t* first, size_t stride, int rows, size_t begin, size_t count,
+                                                 bool non_temporal = false) {
     for (int r = 0; r < rows; ++r) {
         const uintptr_t start = reinterpret_cast<uintptr_t>(first + size_t(r) * stride + begin);
-        for (uintptr_t line = start & ~uintptr_t(63); line < start + count; line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(line), kReads == WeightReads::once ? _MM_HINT_NTA : _MM_HINT_T1);
+        for (uintptr_t line = start & ~uintptr_t(63); line < start + count; line += 64) prefetch_line(line, non_temporal);
     }
 }
 
@@ -382,7 +388,7 @@ inline size_t prefetch_rows_ahead(int tile_rows, size_t row_stride) {
 // that read rows again (decode's tiles take DecodePrefetch below).
 template <typename F, int kRows>
 [[gnu::always_inline]] inline void prefetch_next_tile(const uint8_t* w, size_t w_stride, int64_t b, size_t ahead) {
-    prefetch_span<WeightReads::again>(w + ahead * w_stride, w_stride, kRows, size_t(b) * F::kBytes, 8 * F::kBytes);
+    prefetch_span(w + ahead * w_stride, w_stride, kRows, size_t(b) * F::kBytes, 8 * F::kBytes);
 }
 
 // Decode's prefetch (WeightReads::once) for a tile of kRows rows that it reads in `steps` steps
@@ -399,13 +405,13 @@ public:
     DecodePrefetch(const uint8_t* w, size_t w_stride, size_t row_bytes, int64_t steps, size_t step_bytes)
         : next_(w + prefetch_rows_ahead<WeightReads::once>(kRows, w_stride) * w_stride), stride_(w_stride),
           span_end_(reinterpret_cast<uintptr_t>(next_) + size_t(kRows) * row_bytes), step_bytes_(step_bytes),
-          share_(w_stride != row_bytes || steps <= 0 ? 0 : (size_t(kRows) * row_bytes + size_t(steps) * 64 - 1) / (size_t(steps) * 64) * 64) {}
+          share_(w_stride != row_bytes || steps <= 0 ? 0 : (size_t(kRows) * row_bytes + size_t(steps) * 64 - 1) / (size_t(steps) * 64) * 64),
+          non_temporal_(stream_prefetch() == StreamPrefetch::non_temporal) {}
 
     [[gnu::always_inline]] void operator()(int64_t step) const {
-        if (share_ == 0) return prefetch_span<WeightReads::once>(next_, stride_, kRows, size_t(step) * step_bytes_, step_bytes_);
+        if (share_ == 0) return prefetch_span(next_, stride_, kRows, size_t(step) * step_bytes_, step_bytes_, non_temporal_);
         const uintptr_t from = (reinterpret_cast<uintptr_t>(next_) & ~uintptr_t(63)) + size_t(step) * share_;
-        for (uintptr_t line = from; line < std::min(span_end_, from + share_); line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_NTA);
+        for (uintptr_t line = from; line < std::min(span_end_, from + share_); line += 64) prefetch_line(line, non_temporal_);
     }
 
 private:
@@ -413,6 +419,7 @@ private:
     size_t stride_;
     uintptr_t span_end_;
     size_t step_bytes_, share_;  // share_: bytes of the span a step (0: row by row)
+    bool non_temporal_;
 };
 
 // A tile of kRows weight rows (w_stride bytes apart) times kTokens activation rows (act_stride

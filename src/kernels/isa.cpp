@@ -136,4 +136,29 @@ bool amx_enabled() { return selected().amx; }
 
 bool vbmi_enabled() { return selected().vbmi; }
 
+StreamPrefetchSelection select_stream_prefetch(const char* requested, bool amd_cpu) {
+    StreamPrefetchSelection selection{amd_cpu ? StreamPrefetch::non_temporal : StreamPrefetch::to_l2, {}};
+    if (!requested) return selection;
+    if (!std::strcmp(requested, "nta")) selection.hint = StreamPrefetch::non_temporal;
+    else if (!std::strcmp(requested, "t1")) selection.hint = StreamPrefetch::to_l2;
+    else
+        selection.notice = std::string("K3_PREFETCH=") + requested + " is not a hint (nta, t1); prefetching " +
+                           (selection.hint == StreamPrefetch::non_temporal ? "nta" : "t1");
+    return selection;
+}
+
+StreamPrefetch stream_prefetch() {
+    static const StreamPrefetch hint = [] {
+#if defined(__x86_64__)
+        const bool amd_cpu = __builtin_cpu_is("amd");
+#else
+        const bool amd_cpu = false;
+#endif
+        const StreamPrefetchSelection s = select_stream_prefetch(std::getenv("K3_PREFETCH"), amd_cpu);
+        if (!s.notice.empty()) std::fprintf(stderr, "k3: %s\n", s.notice.c_str());
+        return s.hint;
+    }();
+    return hint;
+}
+
 }  // namespace k3::kernels

@@ -44,4 +44,21 @@ struct IsaSelection {
 const char* selection_name(const IsaSelection& selection);
 IsaSelection select_isa(const char* requested);
 
+// How decode's tiles prefetch the weights they read once (int_simd::DecodePrefetch).
+// PREFETCHNTA keeps them out of L2 and L3: on AMD Zen 4 one thread's Q8_0 decode tile streamed
+// 27 → 40 GB/s from DRAM with it. On Intel (Emerald Rapids, a VM) it made decode a third slower
+// than PREFETCHT1: bench mock tg128 22.8 against 35.0 tokens/s at two threads, and 3.5 against
+// 5.0 at one on a 56-layer mock that reads 2.1 GB a token, eight times the L3 (our guess: NTA
+// lines skip L2, so its streamer does not follow the rows). Default: non_temporal on AMD CPUs,
+// to_l2 on any other; K3_PREFETCH=nta|t1 overrides it (to measure a CPU), a value that is neither
+// prints one notice and keeps the default.
+enum class StreamPrefetch { non_temporal, to_l2 };
+struct StreamPrefetchSelection {
+    StreamPrefetch hint;
+    std::string notice;
+};
+StreamPrefetchSelection select_stream_prefetch(const char* requested, bool amd_cpu);
+// What this process uses (K3_PREFETCH and this CPU's vendor, read once).
+StreamPrefetch stream_prefetch();
+
 }  // namespace k3::kernels

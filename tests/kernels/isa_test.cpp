@@ -77,5 +77,24 @@ TEST(IsaSelection, AnUnknownNameRunsTheBestLevelWithANotice) {
     }
 }
 
+TEST(StreamPrefetchSelection, NonTemporalOnAmdAndIntoL2ElsewhereUnlessK3PrefetchNamesOne) {
+    EXPECT_EQ(select_stream_prefetch(nullptr, true).hint, StreamPrefetch::non_temporal);
+    EXPECT_EQ(select_stream_prefetch(nullptr, false).hint, StreamPrefetch::to_l2);
+    for (bool amd_cpu : {true, false}) {
+        const StreamPrefetchSelection nta = select_stream_prefetch("nta", amd_cpu), t1 = select_stream_prefetch("t1", amd_cpu);
+        EXPECT_EQ(nta.hint, StreamPrefetch::non_temporal);
+        EXPECT_EQ(t1.hint, StreamPrefetch::to_l2);
+        EXPECT_EQ(nta.notice + t1.notice, "");
+    }
+}
+
+TEST(StreamPrefetchSelection, AnUnknownHintKeepsTheDefaultWithANotice) {
+    const StreamPrefetchSelection amd = select_stream_prefetch("NTA", true), other = select_stream_prefetch("t0", false);
+    EXPECT_EQ(amd.hint, StreamPrefetch::non_temporal);
+    EXPECT_EQ(amd.notice, "K3_PREFETCH=NTA is not a hint (nta, t1); prefetching nta");
+    EXPECT_EQ(other.hint, StreamPrefetch::to_l2);
+    EXPECT_EQ(other.notice, "K3_PREFETCH=t0 is not a hint (nta, t1); prefetching t1");
+}
+
 }  // namespace
 }  // namespace k3::kernels
