@@ -314,7 +314,7 @@ int run_bench(int argc, char** argv) {
     const char* numerics = kernels::numerics_name(options.numerics);
     const char* isa = kernels::isa_name(kernels::best_isa());
     const char* integer_isa = options.numerics == kernels::Numerics::native ? kernels::int_dot_level_name(kernels::best_isa()) : "none";
-    const char* prefetch = kernels::stream_prefetch() == kernels::StreamPrefetch::non_temporal ? "nta" : "t1";
+    const char* prefetch = kernels::stream_prefetch_name(kernels::stream_prefetch());
     if (json) {
         std::printf(
             "{\"model\":\"%s\",\"threads\":%d,\"n_prompt\":%d,\"n_gen\":%d,\"repetitions\":%d,"

@@ -136,14 +136,18 @@ bool amx_enabled() { return selected().amx; }
 
 bool vbmi_enabled() { return selected().vbmi; }
 
+const char* stream_prefetch_name(StreamPrefetch hint) { return hint == StreamPrefetch::non_temporal ? "nta" : "t1"; }
+
 StreamPrefetchSelection select_stream_prefetch(const char* requested, bool amd_cpu) {
     StreamPrefetchSelection selection{amd_cpu ? StreamPrefetch::non_temporal : StreamPrefetch::to_l2, {}};
     if (!requested) return selection;
-    if (!std::strcmp(requested, "nta")) selection.hint = StreamPrefetch::non_temporal;
-    else if (!std::strcmp(requested, "t1")) selection.hint = StreamPrefetch::to_l2;
-    else
-        selection.notice = std::string("K3_PREFETCH=") + requested + " is not a hint (nta, t1); prefetching " +
-                           (selection.hint == StreamPrefetch::non_temporal ? "nta" : "t1");
+    for (StreamPrefetch hint : {StreamPrefetch::non_temporal, StreamPrefetch::to_l2})
+        if (!std::strcmp(requested, stream_prefetch_name(hint))) {
+            selection.hint = hint;
+            return selection;
+        }
+    selection.notice = std::string("K3_PREFETCH=") + requested + " is not a hint (nta, t1); prefetching " +
+                       stream_prefetch_name(selection.hint);
     return selection;
 }
 

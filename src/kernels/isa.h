@@ -53,6 +53,7 @@ IsaSelection select_isa(const char* requested);
 // to_l2 on any other; K3_PREFETCH=nta|t1 overrides it (to measure a CPU), a value that is neither
 // prints one notice and keeps the default.
 enum class StreamPrefetch { non_temporal, to_l2 };
+const char* stream_prefetch_name(StreamPrefetch hint);  // its K3_PREFETCH name: "nta" or "t1"
 struct StreamPrefetchSelection {
     StreamPrefetch hint;
     std::string notice;
