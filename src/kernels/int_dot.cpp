@@ -118,6 +118,7 @@ void pack_act_lanes_scalar(ActivationFormat format, const void* act_row, int64_t
                 for (int k = 0; k < 8; ++k) std::memcpy(group.qs + 32 * k + 4 * j, blocks[g].qs + 32 * j + 4 * k, 4);
             }
             std::memcpy(group.bsums, blocks[g].bsums, sizeof(group.bsums));
+            for (int j = 0; j < 8; ++j) group.sub_sums[j] = int16_t(group.bsums[2 * j] + group.bsums[2 * j + 1]);
         }
         return;
     }

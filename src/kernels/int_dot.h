@@ -56,13 +56,16 @@ using IntDotTileFn = void (*)(const void* weight_rows, size_t weight_stride, int
 // unsigned bytes, int_dot_simd.h); zero for blocks past the row's end. A Q8_K block is one group,
 // its 32-value sub-blocks the eight "blocks" (the × Q8_K lane kernels broadcast each four-byte
 // quad to eight weight rows' lanes, int_dot_q8k_simd.h); every d[j] is the block's d, and bsums
-// (Q8_K only, in place of sums) its 16 slot sums. Rounded the same, so the lane kernels' results
-// are the tile kernels', bit for bit.
+// (Q8_K only, in place of sums) its 16 slot sums, and sub_sums (Q8_K only) the sub-blocks' own
+// sums (bsums 2j and 2j + 1 added), which the lane kernels of the formats with one min per
+// sub-block take in pairs (Q4_K, Q5_K: four multiply-adds of each token's mins instead of eight).
+// Rounded the same, so the lane kernels' results are the tile kernels', bit for bit.
 struct ActLaneGroup {
     int8_t qs[256];
     float d[8], s[8];
     int32_t sums[8];
     int16_t bsums[16];
+    int16_t sub_sums[8];
 };
 int64_t act_lane_groups(int64_t n);  // groups of a row of n values
 // Packs one row (n values, activation_format q8_0, q8_1 or q8_K) into act_lane_groups(n) groups:

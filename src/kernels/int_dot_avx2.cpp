@@ -81,11 +81,17 @@ void pack_act_lanes_avx2(ActivationFormat format, const void* act_row, int64_t n
         if (q8_K) {
             _mm256_storeu_ps(group.d, _mm256_set1_ps(k_block->d));
             std::memcpy(group.bsums, k_block->bsums, sizeof group.bsums);
+            const __m128i slot_sums = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k_block->bsums));
+            const __m128i high_slots = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k_block->bsums + 8));
+            // |a sub-block's sum| <= 32 · 127: the int32 pair sums pack back to int16 unchanged.
+            const __m128i pair_sums = _mm_packs_epi32(_mm_madd_epi16(slot_sums, _mm_set1_epi16(1)), _mm_madd_epi16(high_slots, _mm_set1_epi16(1)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(group.sub_sums), pair_sums);
         } else {
             for (int k = 0; k < 8; ++k)
                 sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v[k]), _mm256_set1_epi16(1)));
             _mm256_storeu_ps(group.d, int_simd::f16_lanes(first, block_bytes, count));
             std::memset(group.bsums, 0, sizeof group.bsums);
+            std::memset(group.sub_sums, 0, sizeof group.sub_sums);
         }
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(group.sums), sums);
         const bool offsets = format == ActivationFormat::q8_1;

@@ -641,6 +641,10 @@ struct LaneTiles {
     static_assert(Traits::kLevels == Levels::unsigned_levels);
     static constexpr int kRows = V::kWidth, kPanels = kRows / 8, kTokenGroup = 4;
     static constexpr int64_t kChunkTokens = 64;
+    // A token's multiply-adds of the mins: one per pair of slots, or, where a sub-block's two
+    // slots share its min, one per pair of sub-blocks against ActLaneGroup::sub_sums (Q4_K's
+    // mins took a ninth of its lane kernel's vector multiplies at AVX2 with eight).
+    static constexpr int kMinPairs = Traits::kScalesPer32 ? 4 : 8;
 
     // One block of kRows rows, lane r of every register row r's; each register as kPanels ymm
     // of eight rows each, decoded apart.
@@ -649,12 +653,20 @@ struct LaneTiles {
     struct alignas(64) Panel {
         __m256i q[8][8][kPanels];                          // [sub-block j][quad k]
         __m256i even[8][kPanels], odd[8][kPanels];         // sub-block j's two slot scales, Products::lane_scales
-        __m256i slot_pairs[8][kPanels], min_pairs[8][kPanels];  // int16 pairs: slots 2k and 2k+1's scales (bias) and mins
+        __m256i slot_pairs[8][kPanels];     // int16 pairs: slots 2k and 2k + 1's scales (bias)
+        __m256i min_pairs[kMinPairs][kPanels];  // their mins (kScalesPer32: sub-blocks 2k and 2k + 1's)
         __m256 d[kPanels], dmin[kPanels];
     };
 
     // v[r] holds row r's eight 32-bit lanes; afterwards v[k] lane r is row r's lane k.
     K3_Q8K_INLINE static void rows_to_lanes(__m256i (&v)[8]) { int_simd::transpose_lanes(v); }
+
+    // Decoded::mins with sub-block j's min in both slots of lane j -> lane k < 4: the int16 pair
+    // of sub-blocks 2k and 2k + 1's mins.
+    K3_Q8K_INLINE static __m256i sub_block_min_pairs(__m256i slot_mins) {
+        const __m256i mins = _mm256_and_si256(slot_mins, _mm256_set1_epi32(0xffff));
+        return _mm256_permute4x64_epi64(_mm256_packus_epi32(mins, mins), _MM_SHUFFLE(3, 1, 2, 0));
+    }
 
     // Rows [8h, 8h + 8) of the panel's `rows` into its ymm h.
     K3_Q8K_INLINE static void decode_eight(const uint8_t* weights, size_t weight_stride, int rows, int64_t b, int h, Panel& p) {
@@ -693,9 +705,9 @@ struct LaneTiles {
         }
         if constexpr (Format::kOffset) {
             __m256i pairs[8];
-            for (int r = 0; r < 8; ++r) pairs[r] = rows_decoded[r].mins;
+            for (int r = 0; r < 8; ++r) pairs[r] = Traits::kScalesPer32 ? sub_block_min_pairs(rows_decoded[r].mins) : rows_decoded[r].mins;
             rows_to_lanes(pairs);
-            for (int k = 0; k < 8; ++k) p.min_pairs[k][h] = pairs[k];
+            for (int k = 0; k < kMinPairs; ++k) p.min_pairs[k][h] = pairs[k];
         }
         p.d[h] = factors(d_bits);
         if constexpr (Format::kOffset) p.dmin[h] = factors(dmin_bits);
@@ -761,7 +773,8 @@ struct LaneTiles {
                     acc[t0 + t] = V::fmadd(V::mul(d, da), V::to_float(isum[t]), acc[t0 + t]);
                     if constexpr (Format::kOffset) {
                         I mins = V::izero();
-                        for (int k = 0; k < 8; ++k) mins = Products::add_scaled(mins, V::iload(p.min_pairs[k]), quad(bsums + 2 * k));
+                        const int16_t* min_acts = Traits::kScalesPer32 ? a[t]->sub_sums : bsums;
+                        for (int k = 0; k < kMinPairs; ++k) mins = Products::add_scaled(mins, V::iload(p.min_pairs[k]), quad(min_acts + 2 * k));
                         const F dmin = V::load(reinterpret_cast<const float*>(p.dmin));
                         off[t0 + t] = V::fmadd(V::mul(dmin, da), V::to_float(mins), off[t0 + t]);
                     }

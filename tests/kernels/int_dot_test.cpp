@@ -147,6 +147,7 @@ TEST(ActivationQuant, LanePackersWriteTheGroupLayout) {
                 if (q8_K) {
                     ASSERT_EQ(group.bsums[2 * j] + group.bsums[2 * j + 1], sum) << where << " block " << b;
                 }
+                ASSERT_EQ(group.sub_sums[j], q8_K ? sum : 0) << where << " block " << b;
             }
             if (!isa_supported(Isa::avx2)) continue;
             std::vector<ActLaneGroup> got(want.size());
