@@ -503,7 +503,10 @@ struct TileBlock {
             if constexpr (kTokens == 1) {
                 // Decode: each row's levels are used once, so they are decoded where they are
                 // multiplied (decoding all rows' first spilled registers), in DecodeLevels' form.
+                // The rows' loop is unrolled: rolled, GCC kept the accumulators on the stack, a
+                // load and a store per row and group (AVX2's MXFP4 and Q8_0 tiles 7% slower).
                 const auto multiply = [&](const auto& g, int count) __attribute__((always_inline)) {
+#pragma GCC unroll 8
                     for (int r = 0; r < kRows; ++r) {
                         const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
                         const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
