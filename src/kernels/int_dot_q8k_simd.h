@@ -485,6 +485,8 @@ void tile(const uint8_t* weights, size_t weight_stride, const uint8_t* act, size
             sums[lane] = mins[lane] = _mm256_setzero_si256();
             d_bits[lane] = dmin_bits[lane] = 0;
         }
+        // Unrolled: rolled, GCC stored each row's sums and read them back (AVX2's Q6_K tile 5% slower).
+#pragma GCC unroll 4
         for (int r = 0; r < kRows; ++r) {
             const Block& w = reinterpret_cast<const Block*>(weights + size_t(r) * weight_stride)[b];
             Decoded decoded;
