@@ -216,9 +216,10 @@ template <typename F>
 // pair's low nibbles in one register against the first halves of their activations, the high
 // nibbles against the second (half the decode and the horizontal sums of block by block); with
 // maddubs' pair sums both products add in int16 before one widening. acts(qs) arranges a token's
-// eight activation blocks once for every row; totals(wb, acts) is the eight blocks' integer sums
-// of biased levels in block order, scales(wb) their weight scales (weight_scales'). A Level may
-// supply decoders of its own for any format (DecodeGroupsOf below).
+// eight activation blocks once for every row; token_totals<kTokens>(wb, acts, totals) gives each
+// of kTokens tokens the eight blocks' integer sums of biased levels in block order, each block's
+// levels decoded once for all of them; scales(wb) their weight scales (weight_scales'). A Level
+// may supply decoders of its own for any format (DecodeGroupsOf below).
 template <typename F, int kBias, typename Level>
 struct YmmNibbleGroups {
     struct Acts {
@@ -232,21 +233,25 @@ struct YmmNibbleGroups {
         }
         return a;
     }
-    [[gnu::always_inline]] static __m256i totals(const uint8_t* wb, const Acts& a) {
-        __m256i pairs[4];
+    template <int kTokens>
+    [[gnu::always_inline]] static void token_totals(const uint8_t* wb, const Acts* const (&a)[kTokens], __m256i (&totals)[kTokens]) {
+        __m256i pairs[kTokens][4];
         for (int k = 0; k < 4; ++k) {
             __m256i low, high;
             nibble_pair(wb + k * F::kBytes + F::kQsAt, wb + (k + 4) * F::kBytes + F::kQsAt, low, high);
             low = biased_codes<F, kBias>(low);
             high = biased_codes<F, kBias>(high);
-            if constexpr (Level::kPairSums) {
-                static_assert(2 * 2 * (kBias + F::kMaxLevel) * 127 <= INT16_MAX);
-                pairs[k] = Level::widen(_mm256_add_epi16(_mm256_maddubs_epi16(low, a.low[k]), _mm256_maddubs_epi16(high, a.high[k])));
-            } else {
-                pairs[k] = Level::add_unsigned_product(Level::unsigned_product(low, a.low[k]), high, a.high[k]);
+            for (int t = 0; t < kTokens; ++t) {
+                if constexpr (Level::kPairSums) {
+                    static_assert(2 * 2 * (kBias + F::kMaxLevel) * 127 <= INT16_MAX);
+                    pairs[t][k] = Level::widen(_mm256_add_epi16(_mm256_maddubs_epi16(low, a[t]->low[k]), _mm256_maddubs_epi16(high, a[t]->high[k])));
+                } else {
+                    pairs[t][k] = Level::add_unsigned_product(Level::unsigned_product(low, a[t]->low[k]), high, a[t]->high[k]);
+                }
             }
         }
-        return sum_quads(pairs[0], pairs[1], pairs[2], pairs[3]);  // block k's total in lane k, k + 4's in lane k + 4
+        // Block k's total in lane k, k + 4's in lane k + 4.
+        for (int t = 0; t < kTokens; ++t) totals[t] = sum_quads(pairs[t][0], pairs[t][1], pairs[t][2], pairs[t][3]);
     }
     [[gnu::always_inline]] static __m256 scales(const uint8_t* wb) { return group_scales<F>(wb); }
 };
@@ -440,6 +445,10 @@ struct TileBlock {
     using Form = DecodeLevels<F, Level>;
     using Groups = typename DecodeGroupsOf<Level, F, Form::kBias>::type;
     static constexpr bool kGroupDecode = Form::kUnsigned && !std::is_void_v<Groups>;
+    // Two or three tokens of the 4-bit code formats take decode's path too, each row's group
+    // decoded once for all of them: their unsigned group products beat the multi-token tiles'
+    // sign step (int_dot_tile).
+    static constexpr bool kSharedDecode = kGroupDecode && kNibbleCodes<F, Form::kBias>;
 
     // One token's group of `count` activation blocks as decode multiplies them block by block:
     // their bytes (zeros past count), the bias times each block's sum (zero without a bias),
@@ -486,47 +495,77 @@ struct TileBlock {
         else return g;
     }
 
-    // kTokens tokens, or one (decode) with its full groups arranged in `arranged` when not null.
+    // kTokens tokens, the way decode takes one (and kSharedDecode two or three), with their full
+    // groups arranged in `arranged` (token t's at t · (n / 256)) when not null.
     template <int kRows, int kTokens>
     static void run(const uint8_t* w, size_t w_stride, const uint8_t* act, size_t act_stride, int64_t n, float* y,
                     int64_t y_stride, const DecodeActs* arranged = nullptr) {
         const size_t ahead = prefetch_rows_ahead<WeightReads::again>(kRows, w_stride);
         const DecodePrefetch<kRows> decode_prefetch(w, w_stride, size_t(n / 32) * F::kBytes, (n / 32 + 7) / 8, 8 * F::kBytes);
+        constexpr bool kDecodeWay = kTokens == 1 || (kSharedDecode && kTokens <= 3);
         tile_frame<F, kRows, kTokens>(n, y, y_stride, [&](int64_t b, int count, auto& acc, auto& off) __attribute__((always_inline)) {
-            if constexpr (kTokens == 1) decode_prefetch(b / 8);
+            if constexpr (kDecodeWay) decode_prefetch(b / 8);
             else prefetch_next_tile<F, kRows>(w, w_stride, b, ahead);
             const auto add_terms = [&](int r, int t, __m256i totals, __m256 w_d, __m256 w_m, __m256 act_d, __m256 act_s)
                                        __attribute__((always_inline)) {
                 acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, act_d), _mm256_cvtepi32_ps(totals), acc[r][t]);
                 if constexpr (F::kOffset) off[r][t] = _mm256_fmadd_ps(w_m, act_s, off[r][t]);
             };
-            if constexpr (kTokens == 1) {
+            if constexpr (kDecodeWay) {
                 // Decode: each row's levels are used once, so they are decoded where they are
                 // multiplied (decoding all rows' first spilled registers), in DecodeLevels' form.
-                // The rows' loop is unrolled: rolled, GCC kept the accumulators on the stack, a
+                // The rows' loops are unrolled: rolled, GCC kept the accumulators on the stack, a
                 // load and a store per row and group (AVX2's MXFP4 and Q8_0 tiles 7% slower).
-                const auto multiply = [&](const auto& g, int count) __attribute__((always_inline)) {
+                const auto block_by_block = [&](const BlockActs& g, int count, int t) __attribute__((always_inline)) {
 #pragma GCC unroll 8
                     for (int r = 0; r < kRows; ++r) {
                         const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
                         const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, count) : _mm256_setzero_ps();
-                        if constexpr (std::is_same_v<std::decay_t<decltype(g)>, BlockActs>) {
-                            __m256i p[8];
-                            for (int j = 0; j < 8; ++j) {
-                                if (j >= count) p[j] = _mm256_setzero_si256();
-                                else if constexpr (Form::kUnsigned)
-                                    p[j] = Level::unsigned_product(biased_levels<F, Form::kBias>(wb + j * F::kBytes), g.qs[j]);
-                                else p[j] = Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), g.qs[j]);
-                            }
-                            add_terms(r, 0, _mm256_sub_epi32(block_totals(p), g.bias_totals), weight_scales<F>(wb, count), w_m, g.d, g.s);
-                        } else {
-                            add_terms(r, 0, _mm256_sub_epi32(Groups::totals(wb, g.acts), g.bias_totals), Groups::scales(wb), w_m, g.d, g.s);
+                        __m256i p[8];
+                        for (int j = 0; j < 8; ++j) {
+                            if (j >= count) p[j] = _mm256_setzero_si256();
+                            else if constexpr (Form::kUnsigned)
+                                p[j] = Level::unsigned_product(biased_levels<F, Form::kBias>(wb + j * F::kBytes), g.qs[j]);
+                            else p[j] = Level::product(Level::weight(levels<F>(wb + j * F::kBytes)), g.qs[j]);
                         }
+                        add_terms(r, t, _mm256_sub_epi32(block_totals(p), g.bias_totals), weight_scales<F>(wb, count), w_m, g.d, g.s);
                     }
                 };
-                if (count < 8) multiply(block_acts(act, b, count), count);
-                else if (arranged) multiply(arranged[b / 8], 8);
-                else multiply(decode_acts(act, b), 8);
+                if (count < 8) {
+                    for (int t = 0; t < kTokens; ++t) block_by_block(block_acts(act + size_t(t) * act_stride, b, count), count, t);
+                } else if constexpr (!kGroupDecode) {
+                    if (arranged) block_by_block(arranged[b / 8], 8, 0);
+                    else block_by_block(decode_acts(act, b), 8, 0);
+                } else {
+                    const auto by_groups = [&](const DecodeActs* const (&g)[kTokens]) __attribute__((always_inline)) {
+                        const typename Groups::Acts* acts[kTokens];
+                        for (int t = 0; t < kTokens; ++t) acts[t] = &g[t]->acts;
+#pragma GCC unroll 8
+                        for (int r = 0; r < kRows; ++r) {
+                            const uint8_t* wb = w + size_t(r) * w_stride + b * F::kBytes;
+                            const __m256 w_m = F::kOffset ? f16_lanes(wb + 2, F::kBytes, 8) : _mm256_setzero_ps();
+                            __m256i totals[kTokens];
+                            Groups::template token_totals<kTokens>(wb, acts, totals);
+                            const __m256 w_d = Groups::scales(wb);
+                            for (int t = 0; t < kTokens; ++t)
+                                add_terms(r, t, _mm256_sub_epi32(totals[t], g[t]->bias_totals), w_d, w_m, g[t]->d, g[t]->s);
+                        }
+                    };
+                    if (arranged) {
+                        const DecodeActs* g[kTokens];
+                        for (int t = 0; t < kTokens; ++t) g[t] = arranged + t * (n / 256) + b / 8;
+                        by_groups(g);
+                    } else {
+                        // Nothing arranged (int_dot, tile_products' last tokens): each token's group here.
+                        DecodeActs own[kTokens];
+                        const DecodeActs* g[kTokens];
+                        for (int t = 0; t < kTokens; ++t) {
+                            own[t] = decode_acts(act + size_t(t) * act_stride, b);
+                            g[t] = &own[t];
+                        }
+                        by_groups(g);
+                    }
+                }
             } else {
                 typename Level::Weight wl[kRows][8];
                 __m256 w_d[kRows], w_m[kRows];
@@ -590,17 +629,22 @@ void tile_products(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint
     });
 }
 
-// Decode's tiles of four rows with the token's full groups arranged once for all of them, in
-// this thread's buffer (grown to the widest row, then reused).
-template <typename F, typename Level>
-void decode_tiles(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, int64_t n, float* y) {
+// Decode's tiles of four rows for kTokens tokens (one, or TileBlock::kSharedDecode's two or
+// three) with the tokens' full groups arranged once for all of them, in this thread's buffer
+// (grown to the widest rows, then reused).
+template <typename F, typename Level, int kTokens>
+void decode_tiles(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* act, size_t act_stride, int64_t n, float* y,
+                  int64_t y_stride) {
     using Block = TileBlock<F, Level>;
     thread_local std::vector<typename Block::DecodeActs> arranged;
     const int64_t full_groups = n / 256;
-    if (arranged.size() < size_t(full_groups)) arranged.resize(size_t(full_groups));
-    for (int64_t g = 0; g < full_groups; ++g) arranged[size_t(g)] = Block::decode_acts(act, 8 * g);
+    if (arranged.size() < size_t(kTokens * full_groups)) arranged.resize(size_t(kTokens * full_groups));
+    for (int t = 0; t < kTokens; ++t)
+        for (int64_t g = 0; g < full_groups; ++g)
+            arranged[size_t(t * full_groups + g)] = Block::decode_acts(act + size_t(t) * act_stride, 8 * g);
     split_rows<4>(n_rows, [&](auto rows, int64_t r) {
-        Block::template run<decltype(rows)::value, 1>(w + size_t(r) * w_stride, w_stride, act, 0, n, y + r, 0, arranged.data());
+        Block::template run<decltype(rows)::value, kTokens>(w + size_t(r) * w_stride, w_stride, act, act_stride, n, y + r, y_stride,
+                                                            arranged.data());
     });
 }
 
@@ -608,19 +652,18 @@ void decode_tiles(const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8
 // activation loads), two for more (measured: four rows by four tokens spill the decoded weights
 // and are slower; the eight-block horizontal sums, not the decode, bound them: matmul gives
 // prefill to the lane kernels below instead). The 4-bit code formats take two or three tokens
-// through decode's tiles a token at a time: their unsigned group products, each row decoded
-// again per token, beat the multi-token tiles' sign step (MXFP4 from L2, two tokens: 40% faster
-// at AVX-512 VNNI, 34% at AVX2; three: 11% and 17%).
+// through decode's tiles (TileBlock::kSharedDecode).
 template <typename F, typename Level>
 void int_dot_tile(const void* weight_rows, size_t weight_stride, int64_t n_rows, const void* act_rows, size_t act_stride,
                   int64_t n_tokens, int64_t n, float* y, int64_t y_stride) {
     const auto* w = static_cast<const uint8_t*>(weight_rows);
     const auto* act = static_cast<const uint8_t*>(act_rows);
-    using Block = TileBlock<F, Level>;
-    constexpr bool kTokenByToken = Block::kGroupDecode && kNibbleCodes<F, Block::Form::kBias>;
-    if (n_tokens == 1 || (kTokenByToken && n_tokens < 4)) {
-        for (int64_t t = 0; t < n_tokens; ++t) decode_tiles<F, Level>(w, weight_stride, n_rows, act + size_t(t) * act_stride, n, y + t * y_stride);
-    } else if (n_tokens < 4) tile_products<4, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
+    if (n_tokens == 1) return decode_tiles<F, Level, 1>(w, weight_stride, n_rows, act, act_stride, n, y, y_stride);
+    if constexpr (TileBlock<F, Level>::kSharedDecode) {
+        if (n_tokens == 2) return decode_tiles<F, Level, 2>(w, weight_stride, n_rows, act, act_stride, n, y, y_stride);
+        if (n_tokens == 3) return decode_tiles<F, Level, 3>(w, weight_stride, n_rows, act, act_stride, n, y, y_stride);
+    }
+    if (n_tokens < 4) tile_products<4, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
     else tile_products<2, TileBlock<F, Level>>(w, weight_stride, n_rows, act, act_stride, n_tokens, n, y, y_stride);
 }
 

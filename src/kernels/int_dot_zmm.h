@@ -82,17 +82,21 @@ struct ZmmNibbleGroups {
         if constexpr (kVbmi && int_simd::kTableCodes<F>) return _mm512_permutexvar_epi8(codes, _mm512_load_si512(kTable64.data()));
         else return biased(_mm512_and_si512(codes, _mm512_set1_epi8(15)));
     }
-    static __m256i totals(const uint8_t* wb, const Acts& a) {
-        __m512i sums[2];
+    template <int kTokens>
+    static void token_totals(const uint8_t* wb, const Acts* const (&a)[kTokens], __m256i (&totals)[kTokens]) {
+        __m512i sums[kTokens][2];
         for (int h = 0; h < 2; ++h) {
             const __m512i q = codes(wb, h);
             const __m512i low = biased_nibbles(q), high = biased_nibbles(_mm512_srli_epi16(q, 4));
-            sums[h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), low, a.low[h]), high, a.high[h]);
+            for (int t = 0; t < kTokens; ++t)
+                sums[t][h] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), low, a[t]->low[h]), high, a[t]->high[h]);
         }
-        // 128-bit lane k: block k's total in dword 0 and 2, block 4 + k's in 1 and 3.
-        const __m512i halves = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[0], sums[1]), _mm512_unpackhi_epi32(sums[0], sums[1]));
-        const __m512i totals = _mm512_add_epi32(halves, _mm512_shuffle_epi32(halves, _MM_PERM_BADC));
-        return _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), totals));
+        for (int t = 0; t < kTokens; ++t) {
+            // 128-bit lane k: block k's total in dword 0 and 2, block 4 + k's in 1 and 3.
+            const __m512i halves = _mm512_add_epi32(_mm512_unpacklo_epi32(sums[t][0], sums[t][1]), _mm512_unpackhi_epi32(sums[t][0], sums[t][1]));
+            const __m512i both = _mm512_add_epi32(halves, _mm512_shuffle_epi32(halves, _MM_PERM_BADC));
+            totals[t] = _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0), both));
+        }
     }
     // The eight scales from the group's first 128 bytes by one word permute (block k's scale at
     // byte k·kBytes; an E8M0 byte at an odd address is its word's high byte), where they all lie
@@ -135,20 +139,24 @@ struct ZmmQ8Groups {
         for (int i = 0; i < 4; ++i) a.pair[i] = _mm512_inserti64x4(_mm512_castsi256_si512(qs[2 * i]), qs[2 * i + 1], 1);
         return a;
     }
-    static __m256i totals(const uint8_t* wb, const Acts& a) {
-        __m512i p[4];
+    template <int kTokens>
+    static void token_totals(const uint8_t* wb, const Acts* const (&a)[kTokens], __m256i (&totals)[kTokens]) {
+        __m512i p[kTokens][4];
         for (int i = 0; i < 4; ++i) {
             const uint8_t* q = wb + 2 * i * F::kBytes + F::kQsAt;
             const __m512i levels = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))),
                                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + F::kBytes)), 1);
-            p[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(levels, _mm512_set1_epi8(char(0x80))), a.pair[i]);
+            const __m512i biased = _mm512_xor_si512(levels, _mm512_set1_epi8(char(0x80)));
+            for (int t = 0; t < kTokens; ++t) p[t][i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), biased, a[t]->pair[i]);
         }
-        // 128-bit lane L of u: lane L's sum of p[0..3] in dwords 0..3; adjacent lanes make blocks.
-        const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
-        const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
-        const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
-        const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));  // lane 0: blocks 0,2,4,6; lane 2: 1,3,5,7
-        return _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0), v));
+        for (int t = 0; t < kTokens; ++t) {
+            // 128-bit lane L of u: lane L's sum of p[0..3] in dwords 0..3; adjacent lanes make blocks.
+            const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[t][0], p[t][1]), _mm512_unpackhi_epi32(p[t][0], p[t][1]));
+            const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[t][2], p[t][3]), _mm512_unpackhi_epi32(p[t][2], p[t][3]));
+            const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+            const __m512i v = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, _MM_SHUFFLE(2, 3, 0, 1)));  // lane 0: blocks 0,2,4,6; lane 2: 1,3,5,7
+            totals[t] = _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 0, 0, 0, 0, 0, 0, 0), v));
+        }
     }
     static __m256 scales(const uint8_t* wb) {
         // Block k's f16 at word 17k: words 0, 17, 34, 51 of the first 128 bytes, 4, 21, 38, 55 of the next.
